@@ -113,7 +113,7 @@ function allowedInTests(file: string): boolean {
 }
 
 describe('harness names', () => {
-  it('appear in the sources and scripts/ only inside the harness folders, the registry and generated code', async () => {
+  it('appear in the sources and scripts/ only inside the harness folders, the registry, generated code', async () => {
     const found: string[] = [];
     let scanned = 0;
     for (const dir of SCANNED) {

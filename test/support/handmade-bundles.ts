@@ -168,7 +168,12 @@ export async function claudeSession(root: string): Promise<BundleInput> {
 export function jsonl(lines: number, who: string): string {
   let out = '';
   for (let i = 0; i < lines; i++) {
-    out += `${JSON.stringify({ type: i % 2 ? 'assistant' : 'user', uuid: `${who}-${i}`, message: { content: `line ${i} of ${who}: ${'x'.repeat(i % 37)}` } })}\n`;
+    out +=
+      JSON.stringify({
+        type: i % 2 ? 'assistant' : 'user',
+        uuid: `${who}-${i}`,
+        message: { content: `line ${i} of ${who}: ${'x'.repeat(i % 37)}` },
+      }) + '\n';
   }
   return out;
 }

@@ -11,10 +11,9 @@ import type {} from './postgres-global-setup.js';
 export async function freshDatabase(): Promise<string> {
   const url = inject('postgresUrl');
   if (!url) {
-    throw new Error(
-      `no PostgreSQL cluster for this run: ` +
-        `${inject('postgresProblem') || 'the vitest config does not run test/support/postgres-global-setup.ts (globalSetup)'}`,
-    );
+    const problem =
+      inject('postgresProblem') || 'the vitest config does not run test/support/postgres-global-setup.ts (globalSetup)';
+    throw new Error(`no PostgreSQL cluster for this run: ${problem}`);
   }
   return createDatabaseAt(url);
 }

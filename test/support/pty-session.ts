@@ -101,11 +101,9 @@ export function startPty(bin: string, args: readonly string[], options: PtyOptio
     },
     async waitFor(what, test, timeoutMs = 60_000) {
       if (!(await session.waitUntil(test, timeoutMs))) {
-        throw new Error(
-          `pty: ` +
-            `${ended === undefined ? `timed out after ${timeoutMs} ms` : `the process ended (exit ${ended.exitCode})`} ` +
-            `waiting for ${what}; the screen:\n${session.screen()}`,
-        );
+        const why =
+          ended === undefined ? `timed out after ${timeoutMs} ms` : `the process ended (exit ${ended.exitCode})`;
+        throw new Error(`pty: ${why} waiting for ${what}; the screen:\n${session.screen()}`);
       }
     },
     async type(text) {

@@ -29,7 +29,9 @@ shift
 if [ -f "$state/no-bus" ]; then echo "Failed to connect to bus: No medium found" >&2; exit 1; fi
 units="$XDG_CONFIG_HOME/systemd/user"
 link="$units/default.target.wants/blue-agent.service"
-failed_start() { echo "Job for blue-agent.service failed because the control process exited with error code." >&2; exit 1; }
+failed_start() {
+  echo "Job for blue-agent.service failed because the control process exited with error code." >&2; exit 1
+}
 case "$1" in
   daemon-reload) exit 0 ;;
   enable)
@@ -65,7 +67,9 @@ case "$1" in
     case "$2" in
       */*/*) ;;
       *)
-        if [ -f "$state/no-gui" ]; then echo "Bad request." >&2; echo "Could not find domain for user gui: $(id -u)" >&2; exit 113; fi
+        if [ -f "$state/no-gui" ]; then
+          echo "Bad request." >&2; echo "Could not find domain for user gui: $(id -u)" >&2; exit 113
+        fi
         printf '%s = {\\n\\ttype = gui\\n}\\n' "$2"; exit 0 ;;
     esac
     if [ -f "$state/loaded" ]; then
@@ -75,7 +79,9 @@ case "$1" in
     echo "Could not find service \\"$label\\" in domain for user gui: $(id -u)" >&2
     exit 113 ;;
   bootstrap)
-    if [ -f "$state/no-gui" ]; then echo "Bootstrap failed: 125: Domain does not support specified action" >&2; exit 125; fi
+    if [ -f "$state/no-gui" ]; then
+      echo "Bootstrap failed: 125: Domain does not support specified action" >&2; exit 125
+    fi
     if [ -f "$state/bootstrap-fails" ]; then echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; fi
     if [ -f "$state/loaded" ]; then echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; fi
     [ -f "$3" ] || { echo "Bootstrap failed: 2: No such file or directory" >&2; exit 2; }

@@ -91,8 +91,8 @@ describe.each(BACKENDS)('the audit log of administration (%s)', (backend) => {
     const policy = path.join(home.root, 'policy.yaml');
     await writeFile(
       policy,
-      `allowed_harnesses: [claude, codex]\nttl_seconds: 600\nsession_upload: { presign_url: "${t.url}/session-uploads/presign" ` +
-        `}\n`,
+      'allowed_harnesses: [claude, codex]\nttl_seconds: 600\n' +
+        `session_upload: { presign_url: "${t.url}/session-uploads/presign" }\n`,
     );
     const first = JSON.parse(await run('control-plane', 'policy', 'publish', policy, '--json')) as { revision: string };
     await writeFile(

@@ -286,7 +286,7 @@ describe.each(['sqlite', 'postgres'] as const)('control-plane users and policy p
   const refusedReason = (answer: { stderr: string }) =>
     /would stop session capture on every machine: (.*)/.exec(answer.stderr)?.[1];
 
-  it('refuses a key it does not know at any level, naming file:line:col and the key meant, publishing nothing', async () => {
+  it('refuses an unknown key at any level, naming file:line:col and the key meant, publishing none', async () => {
     const file = path.join(home.root, 'typo.yaml');
     const cases: [text: string, at: string, message: string][] = [
       [
@@ -517,7 +517,7 @@ describe('control-plane serve', () => {
     expect(home.stdout.text()).toContain('Control API stopped.');
   });
 
-  it('logs one JSON object per request with --log-format json: method, path without its query, status, duration', async () => {
+  it('logs one JSON object per request with --log-format json: method, path without query, status, time', async () => {
     const user = JSON.parse(
       (await run('control-plane', 'users', 'add', 'ada@example.com', '--data', data, '--json')).stdout,
     ) as { token: string };
@@ -560,7 +560,7 @@ describe('control-plane serve', () => {
     expect(home.stderr.text()).not.toContain('wrong-token');
   });
 
-  it('a port in use is ADDRESS_IN_USE (exit 1), naming the port and what to do, not a bug nor a usage error', async () => {
+  it('a port in use is ADDRESS_IN_USE (exit 1), naming the port and what to do, not a bug or usage error', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as AddressInfo).port;
@@ -692,8 +692,11 @@ describe('migrations', () => {
       const upload = (id: string, session: string, revision: number, status: string) =>
         db
           .prepare(
-            `INSERT INTO uploads (id, owner_id, harness, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile, artifact_format, resumable, title, blob_key, created_at, updated_at, completed_at, retention_deadline)
-           VALUES (?, 'u-ada', 'claude', ?, ?, ?, 10, ?, 'application/vnd.blue.session-bundle+tar+gzip', 'claude-v2_0_12', 'blue-session-bundle-v1', 1, ?, ?, ?, ?, ?, ?)`,
+            `INSERT INTO uploads (id, owner_id, harness, session_id, revision, status, size_bytes, sha256, content_type,
+             compatibility_profile, artifact_format, resumable, title, blob_key, created_at, updated_at, completed_at,
+             retention_deadline)
+           VALUES (?, 'u-ada', 'claude', ?, ?, ?, 10, ?, 'application/vnd.blue.session-bundle+tar+gzip',
+             'claude-v2_0_12', 'blue-session-bundle-v1', 1, ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             id,

@@ -113,7 +113,7 @@ describe.each(BACKENDS)('Control API routes (%s)', (backend) => {
   });
 
   describe('governance config', () => {
-    it('answers 404 before any policy, then the revision with a string id, an ETag and 304 on If-None-Match', async () => {
+    it('answers 404 before any policy, then the revision with a string id, an ETag, 304 on If-None-Match', async () => {
       const none = await t.call('GET', '/governance-config', t.alice.token);
       expect([none.status, none.body.code]).toEqual([404, 'no_policy']);
       const published = await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now());
@@ -310,7 +310,7 @@ describe.each(BACKENDS)('Control API routes (%s)', (backend) => {
   });
 
   describe('harness metadata', () => {
-    it("serves Blue's harness registry, generated from the profiles, with an ETag and 304 on If-None-Match", async () => {
+    it("serves Blue's harness registry, generated from the profiles, with an ETag, 304 on If-None-Match", async () => {
       expect((await t.call('GET', '/harness-metadata', undefined)).status).toBe(401);
       const first = await t.call('GET', '/harness-metadata', t.alice.token);
       expect(first.body.contract_version).toBe(1);
@@ -562,7 +562,7 @@ describe.each(BACKENDS)('Control API routes (%s)', (backend) => {
       ).toBe(403);
     });
 
-    it('shares with selected users by id or e-mail; recipients view, download and resume but cannot re-share', async () => {
+    it('shares with selected users by id or e-mail; recipients view, download, resume but cannot reshare', async () => {
       const { sessionId } = await t.upload(t.alice, bundle('shared'), RESUMABLE);
       const put = await t.call('PUT', `/session-uploads/${sessionId}/sharing`, t.alice.token, {
         mode: 'selected',

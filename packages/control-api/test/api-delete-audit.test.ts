@@ -214,7 +214,7 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     expect((await t.call('GET', `/session-uploads/${current.session_id}`, t.alice.token)).status).toBe(404);
   });
 
-  it('a complete that finds its session deleted while it checked the bytes answers 404 and verifies nothing', async () => {
+  it('a complete that finds its session deleted while checking the bytes answers 404, verifies nothing', async () => {
     let deleteDuringStat: (() => Promise<void>) | undefined;
     const wrapBlobs = (inner: BlobStore): BlobStore => ({
       ...inner,
@@ -311,7 +311,8 @@ describe.each(BACKENDS)('deleting sessions and the audit log (%s)', (backend) =>
     async () => {
       t = await startTestServer({ backend });
       const a = await twoRevisions(t.alice, 'audited');
-      expect((await t.call('GET', `/session-uploads/${a.id}`, t.alice.token)).status).toBe(200); // the owner's read: not logged
+      // The owner's read: not logged.
+      expect((await t.call('GET', `/session-uploads/${a.id}`, t.alice.token)).status).toBe(200);
       expect(
         (
           await t.call('PUT', `/session-uploads/${a.id}/sharing`, t.alice.token, {
@@ -468,7 +469,7 @@ describe.each(BACKENDS)("a deleted session's objects in an S3 bucket (%s)", (bac
     await t?.close();
   });
 
-  it('a URL signed before the delete still writes to the bucket, but complete refuses and gc deletes what it wrote', async () => {
+  it('a URL signed before the delete still writes to the bucket; complete refuses, gc deletes the object', async () => {
     // s3rver judges a URL's expiry by the real clock.
     t = await startTestServer({ backend, startAt: Date.now(), blobs: () => createS3BlobStore(bucket.options) });
     const bytes = Buffer.from('bytes for the bucket');

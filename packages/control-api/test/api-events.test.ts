@@ -104,7 +104,7 @@ describe.each(BACKENDS)('governance revision events (%s)', (backend) => {
     expect((await t.call('POST', EVENTS, t.alice.token)).status).toBe(405);
   });
 
-  it('holds at most maxStreams open and answers more with 503 and Retry-After, then has room once one closes', async () => {
+  it('holds at most maxStreams open, answers more with 503 and Retry-After, has room once one closes', async () => {
     t = await startTestServer({ backend, events: { pollMs: 50, maxStreams: 2 } });
     await t.server.store.publishPolicy({ allowed_harnesses: ['claude'] }, t.clock.now());
     const a = await open(t.alice.token);

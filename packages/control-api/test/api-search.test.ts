@@ -60,7 +60,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     return got.body.items as { id: string; title: string; snippet: string | null }[];
   };
 
-  it('finds a session by a word of its conversation, with a snippet around it; a word it never said finds nothing', async () => {
+  it('finds a session by a word of its conversation, with a snippet; a word it never said finds nothing', async () => {
     t = await startTestServer({ backend });
     const flaky = await upload(t.alice, 'sess-flaky', 'Fix the flaky test', [
       'The integration suite fails one run in ten.',
@@ -568,7 +568,7 @@ describe.each(BACKENDS)('searching what sessions say (%s)', (backend) => {
     expect(await storedText(done.sessionId)).toBe('');
   });
 
-  it('control-plane reindex rebuilds every entry from the stored bundles, and goes on where a stopped run left off', async () => {
+  it('control-plane reindex rebuilds each entry from the stored bundles, going on where a run stopped', async () => {
     t = await startTestServer({ backend });
     const ids = [
       await upload(t.alice, 'sess-r1', 'One', ['alpha words here.', 'ok.']),

@@ -347,7 +347,7 @@ describe.each(BACKENDS)('uploads (%s)', (backend) => {
       expect((await t.call('POST', `/session-uploads/${sessionId}/download`, t.alice.token)).status).toBe(410);
     });
 
-    it('an upload URL still within its time writes nothing once its upload expired and gc deleted the object', async () => {
+    it('an upload URL still in its time writes nothing once its upload expired and gc deleted the object', async () => {
       // A retention shorter than an upload URL's lifetime: the URL outlives the artifact's object.
       await t.close();
       t = await startTestServer({ backend, retentionDays: 0.0001 });

@@ -85,7 +85,7 @@ describe.each(BACKENDS)("Blue's service contract (%s)", (backend) => {
     expect((await t.call('GET', '/harness-metadata', 'nope')).status).toBe(401);
   });
 
-  it('serves governance and harness metadata, with 426 and the client-version pin for a client that falls short', async () => {
+  it('serves governance and harness metadata, with 426 and the client-version pin for an older client', async () => {
     const current = await t.call('GET', '/governance-config', t.alice.token);
     expect(current.status).toBe(200);
     expect(typeof current.body.revision).toBe('string');

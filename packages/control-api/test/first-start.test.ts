@@ -171,7 +171,11 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
         expect((await store.currentPolicy())?.created_at).toBeDefined();
         // Kept as a text too, which `policy show` prints and the dashboard edits.
         expect((await store.currentPolicy())?.text).toMatch(
-          /^# The policy a first start publishes: .*\nsession_upload:\n {2}presign_url: http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$/s,
+          new RegExp(
+            String.raw`^# The policy a first start publishes: .*\nsession_upload:\n {2}presign_url: ` +
+              String.raw`http:\/\/127\.0\.0\.1:\d+\/session-uploads\/presign\n$`,
+            's',
+          ),
         );
         expect(await store.publicUrl()).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
         // The audit log says what the first start and `users link` did, by the local operator.
@@ -215,7 +219,7 @@ describe.each(BACKENDS)('control-plane serve on a fresh machine (%s)', (backend)
     }
   });
 
-  it('presigns at --public-url when given, and policy publish warns when presign_url leaves the recorded origin', async () => {
+  it('presigns at --public-url when given; policy publish warns when presign_url leaves the origin', async () => {
     const server = await serve({ publicUrl: 'https://control.example.com' });
     await server.stop();
     const policy = JSON.parse((await run('control-plane', 'users', 'list', '--json')).stdout) as { users: unknown[] };

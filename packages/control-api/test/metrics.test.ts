@@ -70,7 +70,8 @@ describe.each(BACKENDS)('GET /metrics (%s)', (backend) => {
     expect(
       value(
         text,
-        'blue_control_http_request_duration_seconds_bucket{le="+Inf",method="POST",route="/session-uploads/{id}/complete"}',
+        'blue_control_http_request_duration_seconds_bucket' +
+          '{le="+Inf",method="POST",route="/session-uploads/{id}/complete"}',
       ),
     ).toBe(1);
     expect(value(text, 'blue_control_upload_bytes_total')).toBe(bytes.length);

@@ -104,7 +104,7 @@ describe('storedSearchText', () => {
       message: { role: 'user', content: [{ type: 'tool_result', content: 'y'.repeat(bytes) }] },
     });
 
-  it('reads a small bundle (kept in memory while verified) and a large one (read again for the transcript) alike', async () => {
+  it('reads a small bundle (kept in memory while verified) and a large one (read again) alike', async () => {
     const small = await conversationBundle(work, { sessionId: 'small', title: 't', cwd: '/p', turns });
     const large = await conversationBundle(work, {
       sessionId: 'large',

@@ -74,7 +74,7 @@ describe('PostgreSQL store', () => {
       expect(await count(url, 'schema_version')).toBe(POSTGRES_MIGRATIONS.length);
     });
 
-    it("carries each user's token of version 4 over as a personal sign-in (every scope, admin for administrators)", async () => {
+    it("carries each user's version 4 token over as a personal sign-in (all scopes, admin for admins)", async () => {
       const url = await freshDatabase();
       const client = new pg.Client({ connectionString: url });
       await client.connect();
@@ -219,7 +219,7 @@ describe('PostgreSQL store', () => {
       expect(await count(url, 'artifacts')).toBe(1);
     });
 
-    it('makes one artifact from 20 concurrent presigns of the same new bytes of an existing session on two replicas', async () => {
+    it('makes one artifact from 20 concurrent presigns of the same new bytes of a session on 2 replicas', async () => {
       const url = await freshDatabase();
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
@@ -249,7 +249,7 @@ describe('PostgreSQL store', () => {
       expect(results.map((r) => r.artifact.revision).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     });
 
-    it('leaves exactly one complete artifact when two artifacts of one session complete at once on two replicas', async () => {
+    it('leaves one complete artifact when two artifacts of one session complete at once on 2 replicas', async () => {
       const url = await freshDatabase();
       const [a, b] = [await open(url), await open(url)];
       const { user } = await a.addUser('ada@example.com', false, 1);
@@ -360,7 +360,7 @@ describe('PostgreSQL store', () => {
     });
   });
 
-  it('finds nothing, rather than failing, when looking up by text holding NUL (which PostgreSQL cannot store)', async () => {
+  it('finds nothing, rather than failing, when looking up by text holding NUL (PostgreSQL cannot store)', async () => {
     const store = await open(await freshDatabase());
     const { user } = await store.addUser('ada@example.com', true, 1);
     await store.presign(artifactInput(user.id, 'a'), 1000, 30 * DAY);

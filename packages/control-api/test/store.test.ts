@@ -80,7 +80,7 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect(await server.organizationId()).toBe(await admin.organizationId());
   });
 
-  it("keeps a policy revision's text as published beside the document it serves, and finds any revision by its id", async () => {
+  it("keeps a policy revision's text as published beside the document it serves; finds a revision by id", async () => {
     const s = await store();
     const text =
       '# Capture on.\nallowed_harnesses: [claude]   # only Claude\r\nsession_upload: { presign_url: ' +
@@ -169,7 +169,7 @@ describe.each(BACKENDS)('control store (%s)', (backend) => {
     expect((await s.userById(ada.id))?.is_admin).toBe(true);
   });
 
-  it("keeps no more than each person's bound of machines, however many new ones four connections report at once", async () => {
+  it("keeps no more than each person's bound of machines, however many four connections report at once", async () => {
     const stores = [await store(), await store(), await store(), await store()];
     const { user: ada } = await stores[0]!.addUser('ada@example.com', false, 1);
     const { user: bob } = await stores[0]!.addUser('bob@example.com', false, 1);

@@ -142,7 +142,7 @@ describe('the code cache of a bundle', () => {
 });
 
 describe('a plain reconcile run from bin/', () => {
-  it('runs from a bundle of ASCII only: V8 keeps any other source as two-byte text, decoded slowly on every run', async () => {
+  it('runs from a bundle of ASCII only: V8 keeps other source as two-byte text, decoded slowly each run', async () => {
     const source = await readFile(path.join(ROOT, 'dist', 'reconcile.cjs'), 'latin1');
     expect(source.length).toBeGreaterThan(100_000);
     expect(source.match(/.{0,30}[^\x00-\x7f]+/)?.[0]).toBeUndefined();

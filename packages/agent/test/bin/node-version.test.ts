@@ -9,10 +9,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { delimiter, join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-// biome-ignore format: the directive below holds for one line
 // @ts-expect-error plain JavaScript without declarations (bin/ loads with zero dependencies)
-import { checkNodeVersion, EXIT_NODE_UNSUPPORTED, installerBeside, MINIMUM, nodeVersionProblem } from '../../bin/node-version.js';
+import * as nodeVersion from '../../bin/node-version.js';
 
+const { checkNodeVersion, EXIT_NODE_UNSUPPORTED, installerBeside, MINIMUM, nodeVersionProblem } = nodeVersion;
 const ROOT = join(import.meta.dirname, '..', '..');
 const ENTRY = join(ROOT, 'bin', 'blue-agent.js');
 const INSTALLER = join(ROOT, '..', '..', 'scripts', 'install-launcher');
@@ -25,7 +25,11 @@ describe('which Node.js versions run blue-agent', () => {
       expect(problem).toMatch(/^blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js /);
       expect(problem).toContain('/usr/bin/node');
       expect(problem).toMatch(
-        /; install Node\.js 24 LTS \(https:\/\/nodejs\.org\/en\/download, or `nvm install 24`\), or run scripts\/install-launcher in a checkout of blue-agent for a `blue-agent` command that installs Node\.js 24 for itself$/,
+        new RegExp(
+          '; install Node\\.js 24 LTS \\(https:\\/\\/nodejs\\.org\\/en\\/download, or `nvm install 24`\\), ' +
+            'or run scripts\\/install-launcher in a checkout of blue-agent for a `blue-agent` command ' +
+            String.raw`that installs Node\.js 24 for itself$`,
+        ),
       );
       expect(problem).not.toContain('\n');
     },
@@ -75,7 +79,10 @@ describe('which Node.js versions run blue-agent', () => {
     expect(text).toMatchObject({ goOn: false, exitCode: 1, stdout: '' });
     expect(EXIT_NODE_UNSUPPORTED).toBe(1);
     expect(text.stderr).toMatch(
-      /^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js 20\.20\.2 \(\/usr\/bin\/node\); [^\n]+\n$/,
+      new RegExp(
+        String.raw`^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and ` +
+          String.raw`this is Node\.js 20\.20\.2 \(\/usr\/bin\/node\); [^\n]+\n$`,
+      ),
     );
     const json = run(['sessions', 'list', '--json']);
     expect(json).toMatchObject({ goOn: false, exitCode: 1, stderr: '' });
@@ -149,7 +156,10 @@ describe.runIf(OLD_NODE !== undefined)(`the entry script on a real old Node.js (
       const lines = result.stderr.split('\n').filter(Boolean);
       expect(lines).toHaveLength(1);
       expect(lines[0]).toMatch(
-        /^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and this is Node\.js \d+\.\d+\.\d+ \(.+\); run /,
+        new RegExp(
+          String.raw`^blue-agent: error \[NODE_UNSUPPORTED\]: blue-agent needs Node\.js 22\.22 or newer, and ` +
+            String.raw`this is Node\.js \d+\.\d+\.\d+ \(.+\); run `,
+        ),
       );
       expect(lines[0]).toContain(
         `; run ${INSTALLER} for a \`blue-agent\` command that installs Node.js 24 for itself, or install Node.js ` +

@@ -472,7 +472,10 @@ describe('writeBundle refuses', () => {
   it('roles the profile does not allow, when given the profiles', async () => {
     const file = await rollout();
     expect(await refusal(codexInput([{ ...file, role: 'primary_transcript' }]), { profiles })).toMatch(
-      /session file "rollout.jsonl" .*: role primary_transcript is not one of profile codex-v0_145_0's roles \(rollout\)/,
+      new RegExp(
+        'session file "rollout.jsonl" .*: role primary_transcript is not one of profile ' +
+          String.raw`codex-v0_145_0's roles \(rollout\)`,
+      ),
     );
     expect(await refusal(codexInput([file], { profile: 'codex-v1' }), { profiles })).toBe(
       'compatibility profile "codex-v1" is unknown to this blue-agent',

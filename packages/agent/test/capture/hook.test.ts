@@ -305,7 +305,10 @@ describe('an unsafe spool', () => {
     const result = await capture(t.env, { session_id: 'x', cwd: '/w' });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /^blue-agent capture: failed \[SPOOL_UNSAFE\]: the spool directory .* is writable by group and others \(mode 0777\)\. .*chmod 700 .*\n$/,
+      new RegExp(
+        String.raw`^blue-agent capture: failed \[SPOOL_UNSAFE\]: the spool directory .* is writable by group ` +
+          String.raw`and others \(mode 0777\)\. .*chmod 700 .*\n$`,
+      ),
     );
     expect(captureLog(stateDir)[0]).toMatchObject({ event: 'failed', code: 'SPOOL_UNSAFE', session_id: 'x' });
     expect(spoolFiles(stateDir).intake).toEqual([]);
@@ -342,7 +345,7 @@ describe('an unsafe spool', () => {
 });
 
 describe('promptness', () => {
-  it('never opens the transcript: a FIFO nobody writes to, which would block any reader, does not hold it up', async () => {
+  it('never opens the transcript: a FIFO nobody writes to, which blocks a reader, does not hold it up', async () => {
     const claudeDir = t.env.CLAUDE_CONFIG_DIR!;
     const cwd = path.join(t.home, 'project');
     const session = await claudeSession(claudeDir, { id: 'fifo-0001', cwd, prompt: 'hello' });
@@ -444,7 +447,7 @@ describe('capture.log', () => {
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ event: 'refused', reason: expect.stringContaining('entry 39') });
   });
 
-  it('a log another process rotated, or someone removed, gets the next line: the writer keeps no stale file open', async () => {
+  it('a log rotated or removed by another process gets the next line: the writer keeps no old file open', async () => {
     const { appendCaptureLog } = await import('../../src/capture/log.js');
     const current = path.join(stateDir, 'capture.log');
     await appendCaptureLog(current, { event: 'refused', reason: 'first' });

@@ -135,7 +135,7 @@ function intakeRecords(): SpoolRecord[] {
 }
 
 describe('the hook hands the payload over', () => {
-  it('keeps the payload byte for byte in a 0600 file of a 0700 inbox, prints nothing, exits 0, starts the drain', async () => {
+  it('keeps the payload byte for byte in a 0600 file of a 0700 inbox, prints nothing, exits 0, drains', async () => {
     // Braces and quotes inside strings, multi-byte characters, no final newline: nothing is re-encoded.
     const payload =
       `{"session_id":"${SESSION}","cwd":"/w/é {x}","hook_event_name":"SessionEnd","reason":"say ` + `\\"}\\" ✓"}`;
@@ -261,7 +261,7 @@ describe('the hook hands the payload over', () => {
     expect(captureLog(stateDir)).toContainEqual(expect.objectContaining({ event: 'spooled', session_id: SESSION }));
   });
 
-  it("the drain it starts holds none of the harness's descriptors: a pipe the harness left open on fd 3 is not kept", async () => {
+  it("the drain it starts holds none of the harness's descriptors: a pipe left open on fd 3 is not kept", async () => {
     // A stand-in for Node that records which descriptors it was started with.
     const fdsNode = path.join(t.root, 'fds-node');
     const fdsLog = path.join(t.root, 'fds.log');
@@ -283,7 +283,7 @@ describe('the hook hands the payload over', () => {
     expect(fds).toEqual(expect.arrayContaining(['0', '1', '2']));
   });
 
-  it('returns when the payload is in, even while the writer keeps stdin open, and the drain judges what arrived', async () => {
+  it('returns when the payload is in, even while the writer keeps stdin open; the drain judges what came', async () => {
     const result = runHook(JSON.stringify({ session_id: SESSION }), { keepOpen: true });
     expect(await result).toEqual({ code: 0, stderr: '' });
     expect(await admit()).toMatchObject({ refused: 0, admitted: [expect.any(String)] });
@@ -325,7 +325,7 @@ describe('the hook hands the payload over', () => {
     await expectDrainStarted(2);
   });
 
-  it('without BLUE_AGENT_HOME or an absolute HOME, runs `NODE ENTRY capture ...` itself, the payload still on stdin', async () => {
+  it('without BLUE_AGENT_HOME or an absolute HOME, runs `NODE ENTRY capture ...`, payload on stdin', async () => {
     const payload = JSON.stringify({ session_id: SESSION });
     expect(await runHook(payload, { env: { BLUE_AGENT_HOME: undefined, HOME: 'relative/home' } })).toEqual({
       code: 0,
@@ -589,7 +589,7 @@ async function mkfifo(file: string): Promise<void> {
 }
 
 describe('crashes', () => {
-  it('a hook killed at any point hands over all of a payload or nothing; its temp file is removed by the next drain', async () => {
+  it('a hook killed at any point hands over a whole payload or nothing; the next drain removes its temp', async () => {
     const payload = JSON.stringify({
       session_id: SESSION,
       cwd: t.home,
@@ -619,7 +619,7 @@ describe('crashes', () => {
     expect(await inboxFiles()).toEqual([]);
   });
 
-  it('a drain that died while admitting: its claim is taken over; a record it already wrote is not written twice', async () => {
+  it('a drain that died while admitting: its claim is taken over; a record it wrote is not written again', async () => {
     expect(await runHook(JSON.stringify({ session_id: SESSION }))).toEqual({ code: 0, stderr: '' });
     const [name] = await inboxFiles();
     const base = name!.replace(/\.hook$/, '');

@@ -72,7 +72,7 @@ async function enqueueWaiting(pid: number, id: string): Promise<SpoolRecord> {
 }
 
 describe('the hook', () => {
-  it('records the harness process and starts a lingering drain when the profile waits for exit; not otherwise', async () => {
+  it('records the harness process and starts a lingering drain when the profile waits for exit; else not', async () => {
     const started: boolean[] = [];
     const payload = JSON.stringify({ session_id: 'wait-0001', cwd: '/w', hook_event_name: 'Stop' });
     const code = await captureCommand(ctx, { harness: 'claude', profile: CLAUDE_PROFILE }, Readable.from([payload]), {
@@ -146,7 +146,7 @@ describe('the hook', () => {
 });
 
 describe('the drain', () => {
-  it('leaves a capture deferred while its harness runs (not a failure), and builds it once the harness has exited', async () => {
+  it('leaves a capture deferred while its harness runs (not a failure); builds it once the harness exits', async () => {
     const child = harness();
     const record = await enqueueWaiting(child.pid!, 'wait-0002');
     const first = await drain(ctx, { skipUploads: true });
@@ -165,7 +165,7 @@ describe('the drain', () => {
     expect(second.deferred).toEqual([]);
   });
 
-  it('builds only the last capture of a harness run; earlier ones of the same session and process are superseded', async () => {
+  it('builds only the last capture of a harness run; earlier ones of its session and process are dropped', async () => {
     const child = harness();
     const session = await claudeSession(path.join(t.home, '.claude'), {
       id: 'wait-0006',

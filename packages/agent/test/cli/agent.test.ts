@@ -24,7 +24,7 @@ describe('the bare run entry', () => {
     expect(source).not.toMatch(/^import[^;]*'\.\/main\.js'/m);
   });
 
-  it('loads neither node:crypto, undici nor chokidar: what it imports stays resident for as long as it runs', async () => {
+  it('loads neither node:crypto, undici nor chokidar: what it imports stays resident as long as it runs', async () => {
     const root = path.join(import.meta.dirname, '../..');
     const { metafile } = await build({
       absWorkingDir: root,

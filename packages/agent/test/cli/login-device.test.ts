@@ -129,7 +129,7 @@ describe('blue-agent login (device flow)', () => {
     await expect(stat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('Ctrl-C while it waits for approval stops it as an interruption (exit 130, INTERRUPTED), saving nothing', async () => {
+  it('Ctrl-C while it waits for approval is an interruption (exit 130, INTERRUPTED), saving nothing', async () => {
     t = await startTestServer({ liveClock: true, identity: { deviceIntervalMs: 1_000 } });
     const login = runCli(['login', '--control-url', t.url, '--no-browser'], { env: home.env, timeoutMs: 30_000 });
     let printed = '';

@@ -94,7 +94,7 @@ describe('blue-agent login', () => {
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('saves with a warning when the Control API takes the token but refuses this blue-agent the policy (426)', async () => {
+  it('saves with a warning when the Control API takes the token but refuses this blue-agent the policy', async () => {
     server.setHandler((_req, res) =>
       res
         .writeHead(426, { 'content-type': 'application/json', 'x-blue-required-client-version': '99.0.0' })
@@ -115,7 +115,10 @@ describe('blue-agent login', () => {
     );
     expect(error.code).toBe('CONTROL_API_UNREACHABLE');
     expect(error.message).toMatch(
-      /cannot check the token with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); nothing was saved/,
+      new RegExp(
+        String.raw`cannot check the token with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable ` +
+          String.raw`\(ECONNREFUSED\); nothing was saved`,
+      ),
     );
     expect(error.hint).toContain('--offline');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
@@ -128,7 +131,10 @@ describe('blue-agent login', () => {
     const report = JSON.parse(t.stdout.text()) as { verified: boolean; warnings: string[] };
     expect(report.verified).toBe(false);
     expect(report.warnings[0]).toMatch(
-      /the token was not checked with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable \(ECONNREFUSED\); saved anyway \(--offline\)/,
+      new RegExp(
+        String.raw`the token was not checked with the Control API at http:\/\/127\.0\.0\.1:\d+: unreachable ` +
+          String.raw`\(ECONNREFUSED\); saved anyway \(--offline\)`,
+      ),
     );
     expect(await readFile(tokenFile(), 'utf8')).toBe(`${TOKEN}\n`);
   });
@@ -142,7 +148,7 @@ describe('blue-agent login', () => {
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('says a URL whose path prefix is wrong reaches a server that is not the Control API there, and saves nothing', async () => {
+  it('says a URL with a wrong path prefix reaches a server that is not the Control API; saves nothing', async () => {
     const prefixed = await startPolicyServer({ revision: 1 }, { prefix: '/blue' });
     try {
       const error = await rejected(
@@ -161,7 +167,7 @@ describe('blue-agent login', () => {
     await expect(lstat(configFile())).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('without --control-url, signs in again where it signed in before, and says so; with nothing saved, asks for it', async () => {
+  it('without --control-url, signs in again where it signed in before, says so; with none saved, asks', async () => {
     const none = await rejected(loginCommand(t.ctx, { tokenStdin: true }, stdin(TOKEN)));
     expect(none.code).toBe('USAGE');
     expect(none.message).toMatch(/no Control API to sign in to: give --control-url/);

@@ -56,7 +56,7 @@ async function deviceLogin(server: TestServer, userId: string): Promise<void> {
 }
 
 describe('blue-agent logout', () => {
-  it('ends a device sign-in on the Control API, removes its credentials, and keeps control_url for the next login', async () => {
+  it('ends a device sign-in on the Control API, removes its credentials, keeps control_url for login', async () => {
     t = await startTestServer({ liveClock: true, identity: { deviceIntervalMs: 1_000 } });
     await deviceLogin(t, t.alice.id);
     const saved = JSON.parse(await readFile(tokenFile(), 'utf8')) as { access_token: string; refresh_token: string };
@@ -91,7 +91,7 @@ describe('blue-agent logout', () => {
     );
   });
 
-  it('removes a token an administrator made but revokes it only with --revoke: it may be in use elsewhere', async () => {
+  it('removes a token an administrator made but revokes it only with --revoke: it may be used elsewhere', async () => {
     t = await startTestServer();
     expect(await tokenLogin(t.url, t.carol.token)).toBe(0);
     const kept = await run(['logout']);
@@ -128,7 +128,10 @@ describe('blue-agent logout', () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toContain(`Signed out: removed this machine's sign-in (${tokenFile()}).`);
     expect(out.stdout).toMatch(
-      /Not revoked on the Control API: POST .*\/api\/auth\/oauth2\/revoke: .*\. It works until it lapses: revoke it on the dashboard's Account page/,
+      new RegExp(
+        String.raw`Not revoked on the Control API: POST .*\/api\/auth\/oauth2\/revoke: .*\. It works until ` +
+          "it lapses: revoke it on the dashboard's Account page",
+      ),
     );
     expect(out.stdout).not.toContain('refresh-xyz');
     await expect(lstat(tokenFile())).rejects.toMatchObject({ code: 'ENOENT' });

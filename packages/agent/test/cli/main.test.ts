@@ -14,8 +14,23 @@ const COMMANDS_DIR = 'src/cli/commands';
 /** The files of src/cli/ the program is built from. */
 const ENTRY = new Set(['src/cli/main.ts', 'src/cli/declaration.ts', 'src/cli/output.ts']);
 /** The folders of the use cases, which only a command's run loads. */
-const USE_CASES =
-  /^src\/(capture|drain|upload|sweep|reconcile|restore|resume|sessions|status|doctor|service|daemon|demo|control-plane)\//;
+const USE_CASE_NAMES = [
+  'capture',
+  'drain',
+  'upload',
+  'sweep',
+  'reconcile',
+  'restore',
+  'resume',
+  'sessions',
+  'status',
+  'doctor',
+  'service',
+  'daemon',
+  'demo',
+  'control-plane',
+];
+const USE_CASES = new RegExp(String.raw`^src\/(${USE_CASE_NAMES.join('|')})\/`);
 
 let t: TestHome;
 beforeAll(async () => {

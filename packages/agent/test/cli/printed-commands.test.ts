@@ -13,8 +13,12 @@ import { buildProgram } from '../../src/cli/main.js';
 import { makeTestHome, repoRoot, type TestHome } from '../../../../test/support/context.js';
 
 /** `blue-agent` then words, flags and placeholders (`NAME`, `<id>`, `[--json]`), up to anything else. */
-const MENTION =
-  /blue-agent((?: +(?:[a-z][a-z0-9-]*|--?[a-z][a-z0-9-]*(?:=[^\s`'"]+)?|[A-Z][A-Z_-]*|\[--?[a-z][a-z0-9-]*[^\]\s]*\]|<[^\s>]+>))+)/g;
+const MENTION = new RegExp(
+  'blue-agent((?: +(?:[a-z][a-z0-9-]*|' +
+    '--?[a-z][a-z0-9-]*(?:=[^\\s`\'"]+)?|' +
+    String.raw`[A-Z][A-Z_-]*|\[--?[a-z][a-z0-9-]*[^\]\s]*\]|<[^\s>]+>))+)`,
+  'g',
+);
 
 /** What is wrong with the commands `text` mentions: an unknown subcommand, or a flag its command does not have. */
 function problems(program: Command, text: string): string[] {

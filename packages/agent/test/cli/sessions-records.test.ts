@@ -123,7 +123,7 @@ describe.each(BACKENDS)('session records (%s)', (backend) => {
     expect(listed.body.items).toEqual([]);
   });
 
-  it('stores a record once, finds it by tag, provider and words, lists by position with a total, exports it', async () => {
+  it('stores a record once, finds it by tag, provider and words, lists by position with a total, exports', async () => {
     const content = 'Decided to move the scheduler to the WOMBATQUEUE design. Next: benchmarks.';
     const stored = await as(
       server.alice,

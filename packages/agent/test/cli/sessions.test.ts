@@ -83,7 +83,7 @@ async function as(
 }
 
 describe('sessions list', () => {
-  it('shows your own sessions, newest first, with title (or Session <8 chars>), harness, owner, status, updated, id', async () => {
+  it('shows your own sessions, newest first: title (or Session <8 chars>), harness, owner, status, id', async () => {
     const { code, stdout, stderr } = await as(server.alice, ['sessions', 'list']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
@@ -160,7 +160,7 @@ describe('sessions list', () => {
     expect(narrow.stdout.split('\n')[2]!.length).toBeLessThanOrEqual(40);
   });
 
-  it('fits a narrow terminal: ids shortened to 8 characters, then titles cut; no truncation when not a terminal', async () => {
+  it('fits a narrow terminal: ids shortened to 8 characters, then titles cut; none cut off a terminal', async () => {
     const narrow = await as(server.alice, ['sessions', 'list', '--all'], { tty: true, columns: 80 });
     for (const line of narrow.stdout.trimEnd().split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     expect(narrow.stdout).toContain(`${ids.aliceClaude!.slice(0, 8)}\n`);
@@ -233,7 +233,7 @@ describe('sessions share', () => {
     }
   });
 
-  it('shares with selected people, then with the workspace, then back to private; recipients see it meanwhile', async () => {
+  it('shares with selected people, then the workspace, then back to private; recipients see it meanwhile', async () => {
     const selected = await as(server.alice, [
       'sessions',
       'share',
@@ -318,7 +318,7 @@ describe('sessions export from the Control API', () => {
     expect(stdout).toBe(withServer);
   });
 
-  it('json carries the manifest and the server metadata; a shared session can be exported by its recipient', async () => {
+  it('json carries the manifest and the server metadata; a shared session can be exported by a recipient', async () => {
     const { code, stdout } = await as(server.alice, ['sessions', 'export', ids.bobOpencode!, '--format', 'json']);
     expect(code).toBe(0);
     const doc = JSON.parse(stdout);
@@ -357,7 +357,7 @@ describe('the Control API unreachable', () => {
     return { code, stdout: stdout.text(), stderr: stderr.text() };
   }
 
-  it('sessions list, show and resume ID say CONTROL_API_UNREACHABLE with what to check, not UPLOAD_FAILED', async () => {
+  it('list, show and resume ID say CONTROL_API_UNREACHABLE with what to check, not UPLOAD_FAILED', async () => {
     // `sessions list` asks who the caller is first (it lists their own sessions by owner), the others the sessions.
     for (const [argv, first] of [
       [['sessions', 'list'], 'auth/me'],
@@ -511,7 +511,7 @@ describe('sessions delete', () => {
   const exists = async (id: string) =>
     (await server.call('GET', `/session-uploads/${id}`, server.admin.token)).status === 200;
 
-  it('says what it would delete and deletes nothing without --yes; with it, the session and its revisions are gone', async () => {
+  it('says what it would delete and deletes nothing without --yes; with it, the session and revisions go', async () => {
     const id = await own(server.carol, 'Carol drops this one');
     const asked = await as(server.carol, ['sessions', 'delete', id.slice(0, 8)]);
     expect(asked.code).toBe(2);
@@ -531,7 +531,7 @@ describe('sessions delete', () => {
     expect((await as(server.carol, ['sessions', 'delete', id, '--yes'])).stderr).toContain('[SESSION_NOT_FOUND]');
   });
 
-  it("a member may not delete what was shared with them; an administrator may delete anyone's, and --json says so", async () => {
+  it('a member may not delete what was shared with them; an administrator may delete any; --json says so', async () => {
     const id = await own(server.carol, 'Carol shares this one', 'workspace');
     const refused = await as(server.bob, ['sessions', 'delete', id, '--yes']);
     expect(refused.code).toBe(1);

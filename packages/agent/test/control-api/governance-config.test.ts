@@ -139,7 +139,7 @@ describe('fetchGovernanceConfig', () => {
     expect(error.hint).toContain('Install blue-agent 2.0.1');
   });
 
-  it("any other 426 is POLICY_INCOMPATIBLE with the server's message (Blue's, ours, or none) and the pinned release", async () => {
+  it("any other 426 is POLICY_INCOMPATIBLE with the server's message (if any) and the pinned release", async () => {
     const answers: [Record<string, string>, string, string][] = [
       [
         {},

@@ -210,7 +210,7 @@ describe('readPolicyEvents', () => {
       timeoutMs,
     });
 
-  it('asks with the token and the event-stream type, hands on each revision, and reports how the stream ended', async () => {
+  it('asks with the token and the event-stream type, hands on each revision, says how the stream ended', async () => {
     let seen: http.IncomingHttpHeaders | undefined;
     let path: string | undefined;
     const url = await serve((req, res) => {
@@ -236,7 +236,7 @@ describe('readPolicyEvents', () => {
     expect(end).toMatchObject({ kind: 'ended', events: 2 });
   });
 
-  it('tells a server without the stream (404, 405, 501) from one that refuses or fails, and never shows the token', async () => {
+  it('tells a server without the stream (404, 405, 501) from one that refuses or fails; hides the token', async () => {
     for (const status of [404, 405, 501]) {
       const url = await serve((_req, res) => res.writeHead(status).end());
       const c = await client(url);

@@ -168,7 +168,7 @@ afterEach(async () => {
 });
 
 describe('listing', () => {
-  it('walks cursor pages (limit at most 100, cursor = the last id), refusing a page whose items break the contract', async () => {
+  it('walks cursor pages (limit at most 100, cursor = the last id), refusing a page that breaks contract', async () => {
     handle = (req, res) => {
       const cursor = req.url.searchParams.get('cursor');
       if (cursor === null)
@@ -227,7 +227,7 @@ describe('ids people type', () => {
     };
   }
 
-  it('finds a prefix among pages when the server ignores id_prefix, and tells not found and ambiguous apart', async () => {
+  it('finds a prefix among pages when the server ignores id_prefix; tells not found and ambiguous apart', async () => {
     ignoringPrefix([
       idOf(1),
       idOf(2),
@@ -245,7 +245,7 @@ describe('ids people type', () => {
     await expect(api.resolve('12345678')).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' });
   });
 
-  it('a full id is fetched (its detail); a session the caller may not see is not found, by 404 (ours) or 403 (Blue)', async () => {
+  it('a full id is fetched (its detail); one the caller may not see is not found (404, or 403 from Blue)', async () => {
     handle = (req, res) =>
       req.url.pathname === `/session-uploads/${ID}`
         ? json(res, 200, { session: item(), sharing: { user_ids: ['u-2'] }, artifacts: [] })
@@ -256,7 +256,7 @@ describe('ids people type', () => {
     await expect(api.resolve('nope')).rejects.toMatchObject({ code: 'SESSION_ID_MALFORMED' });
   });
 
-  it('resume takes what the picker listing holds; a visible session marked not resumable, or expired, is told apart', async () => {
+  it('resume takes what the picker listing holds; a session not resumable, or expired, is told apart', async () => {
     handle = (req, res) => {
       const picker = req.url.searchParams.get('resumable') === 'true';
       const items = picker
@@ -275,7 +275,7 @@ describe('ids people type', () => {
 });
 
 describe('sharing', () => {
-  it('PUTs exactly {mode, user_ids} (and {mode} alone outside selected), and reads the {id, mode, user_ids} answer', async () => {
+  it('PUTs exactly {mode, user_ids} ({mode} alone unless selected), reads {id, mode, user_ids} back', async () => {
     handle = (req, res) => {
       const body = JSON.parse(req.body) as { mode: string; user_ids?: string[] };
       json(res, 200, { id: ID, mode: body.mode, user_ids: body.user_ids ?? [] });
@@ -374,7 +374,7 @@ describe('download', () => {
     },
   );
 
-  it('ours (sha256, size, headers): checked against the bytes; an Authorization header in the answer is dropped', async () => {
+  it('ours (sha256, size, headers): checked against the bytes; an Authorization header in it is dropped', async () => {
     handle = (_req, res) =>
       json(res, 200, {
         download_url: `${storageOrigin}/obj`,

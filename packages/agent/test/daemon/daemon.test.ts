@@ -81,7 +81,7 @@ async function fileIdentity(file: string) {
 }
 
 describe('blue-agent run (in-process)', () => {
-  it('puts the hook in place for a new revision, takes it out when session_upload goes, and keeps user hooks', async () => {
+  it('puts the hook in place for a new revision, takes it out when session_upload goes, keeps user hooks', async () => {
     await mkdir(path.dirname(t.settings), { recursive: true });
     await writeUserHook('echo user-hook');
     await start();
@@ -157,7 +157,7 @@ describe('blue-agent run (in-process)', () => {
     );
   });
 
-  it('restores a managed hook removed by hand, reports the correction, and does not loop on its own write', async () => {
+  it('restores a managed hook removed by hand, reports the correction, does not loop on its own write', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await waitFor(
@@ -238,7 +238,7 @@ describe('blue-agent run (in-process)', () => {
     });
   });
 
-  it('uses the last-known-good policy and backs off while the server is away, honours Retry-After, and recovers', async () => {
+  it('uses the last-known-good policy, backs off while the server is away, honours Retry-After, recovers', async () => {
     await start();
     await waitFor('the managed hook', async () => (await settingsText()).includes(MANAGED));
     await stack.proxy.stop();

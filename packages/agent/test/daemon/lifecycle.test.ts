@@ -134,7 +134,7 @@ describe('run loop life cycle', () => {
     });
   });
 
-  it('a step that cannot even start (the system is out of processes) is logged with its typed code, not as a bug', async () => {
+  it('a step that cannot even start (out of processes) is logged with its typed code, not as a bug', async () => {
     const fake: Fake = {
       requests: [],
       stopCalls: 0,
@@ -218,7 +218,7 @@ describe('drift watcher', () => {
     error: () => undefined,
   };
 
-  it("ignores the agent's own write even when its event fires before the step has answered; sees a later change", async () => {
+  it("ignores the agent's own write even when its event fires before the step answered; sees later ones", async () => {
     const file = path.join(t.root, 'settings.json');
     await writeFile(file, '{"a":1}\n');
     const changes: string[][] = [];

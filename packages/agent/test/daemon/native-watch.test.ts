@@ -64,7 +64,7 @@ describe('watchFiles', () => {
     expect(errors).toEqual([]);
   });
 
-  it('watches a file whose folders do not exist yet, and its folder again after it was removed and made anew', async () => {
+  it('watches a file whose folders do not exist yet, and its folder again after it was removed, remade', async () => {
     const root = tempDir();
     const dir = path.join(root, 'a', 'b');
     const file = path.join(dir, 'config.toml');

@@ -257,7 +257,7 @@ describe('clientStatusBody', () => {
     },
   );
 
-  it('stays within what the Control API accepts however long its paths and messages, keeping every harness state', () => {
+  it('stays within what the Control API accepts however long its paths and messages, keeping each state', () => {
     const long = (n: number) => 'é'.repeat(n);
     const names = HARNESSES;
     const harnesses = names.map((name, i) =>

@@ -52,7 +52,7 @@ const fileLog = () => (existsSync(runLog()) ? parseLog(readFileSync(runLog(), 'u
 const has = (msg: string) => fileLog().find((l) => l.msg === msg);
 
 describe('blue-agent run (process)', () => {
-  it('refuses a second instance, logs to run.log when not under a service manager, and stops on SIGTERM with exit 0', async () => {
+  it('refuses a second instance, logs to run.log when not under a service manager, SIGTERM stops it (0)', async () => {
     const first = run();
     await waitFor('the first agent to check the policy', () => has('policy checked'));
     await waitFor(
@@ -101,7 +101,7 @@ describe('blue-agent run (process)', () => {
     expect((await third).code).toBe(0);
   });
 
-  it('logs JSON lines to stdout under systemd (the unit sets BLUE_AGENT_LOG=json), and reloads its config on SIGHUP', async () => {
+  it('logs JSON lines to stdout under systemd (the unit sets BLUE_AGENT_LOG=json); SIGHUP reloads config', async () => {
     const agent = run({ INVOCATION_ID: '0123456789abcdef', BLUE_AGENT_LOG: 'json' });
     const out: string[] = [];
     agent.child.stdout!.on('data', (c: Buffer) => out.push(c.toString('utf8')));
@@ -123,7 +123,7 @@ describe('blue-agent run (process)', () => {
     expect(done.stdout).not.toContain(stack.token);
   });
 
-  it('SIGTERM during a drain loses nothing: the record is uploaded or still in the spool, and no claim stays held', async () => {
+  it('SIGTERM during a drain loses nothing: the record is uploaded or still spooled; no claim stays held', async () => {
     // Every bundle PUT hangs: the drain is caught mid-upload.
     stack.proxy.rules.push({ method: 'PUT', path: /./, times: 100, action: { kind: 'delay', ms: 60_000 } });
     const agent = run();

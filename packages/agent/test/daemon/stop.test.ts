@@ -48,7 +48,12 @@ async function agentStandIn(
   const start = processStart(pid);
   await writeFile(
     file,
-    `${JSON.stringify({ pid, host: hostname(), ...(start === undefined ? {} : { proc_start: start }), started_at_unix_ms: Date.now() })}\n`,
+    JSON.stringify({
+      pid,
+      host: hostname(),
+      ...(start === undefined ? {} : { proc_start: start }),
+      started_at_unix_ms: Date.now(),
+    }) + '\n',
   );
   return { child, exited };
 }

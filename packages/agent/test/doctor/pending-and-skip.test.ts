@@ -109,13 +109,25 @@ describe('pending managed hooks', () => {
       { color: false, home: '/h' },
     );
     expect(text).toMatch(
-      /^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it\n/m,
+      new RegExp(
+        String.raw`^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is ` +
+          'missing: `blue-agent reconcile` adds it\\n',
+        'm',
+      ),
     );
     expect(text).toMatch(
-      /^ {2}codex +active \(outdated hook\) +codex-v0_120 +2\.1\.332\n {12}the managed hook is out of date: `blue-agent reconcile` updates it\n/m,
+      new RegExp(
+        String.raw`^ {2}codex +active \(outdated hook\) +codex-v0_120 +2\.1\.332\n {12}the managed hook is ` +
+          'out of date: `blue-agent reconcile` updates it\\n',
+        'm',
+      ),
     );
     expect(text).toMatch(
-      /^ {2}kimi +capture_disabled \(unwanted hook\) +kimi-v1_40 +2\.1\.332\n {12}a managed hook is installed but no longer wanted: `blue-agent reconcile` removes it\n/m,
+      new RegExp(
+        String.raw`^ {2}kimi +capture_disabled \(unwanted hook\) +kimi-v1_40 +2\.1\.332\n {12}a managed hook ` +
+          'is installed but no longer wanted: `blue-agent reconcile` removes it\\n',
+        'm',
+      ),
     );
     expect(text).toMatch(/^ {2}opencode +active +opencode-v1_2_0 +2\.1\.332$/m);
     // The marker is painted as a warning, not in the green of a healthy harness.

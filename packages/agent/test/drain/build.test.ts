@@ -228,7 +228,7 @@ describe('failures', () => {
     expect(RETRY_DELAYS_MS.length).toBeGreaterThan(0);
   });
 
-  it('a full disk while building removes the partial bundle, keeps the record untouched in intake, and stops', async () => {
+  it('a full disk while building removes the partial bundle, keeps the record as it was in intake, stops', async () => {
     const first = await enqueue(await session('disk-0001'));
     const second = await enqueue(await session('disk-0002'));
     const build: BuildFunction = async (_c, _r, outFile) => {
@@ -316,7 +316,7 @@ describe('concurrency', () => {
     expect(ra.built.length + rb.built.length).toBe(12);
   });
 
-  it('two captures of one unchanged session built by two drains at once give one bundle (a hook that fires twice)', async () => {
+  it('two captures of one unchanged session built by two drains at once make one bundle (a double hook)', async () => {
     const s = await session('twice-0001', 'Fired twice');
     const records = [await enqueue(s), await enqueue(s)];
     // Both builds run to the commit together: each holds its bundle before either looks at the last capture.
@@ -455,7 +455,8 @@ describe('output', () => {
     expect(lines[0]).toMatch(/^ID\s+STATE\s+HARNESS\s+PROFILE\s+SESSION\s+SIZE\s+ATTEMPTS\s+CREATED\s+LAST ERROR$/);
     expect(lines[1]).toMatch(
       new RegExp(
-        `^${good.id}\\s+ready\\s+claude\\s+${CLAUDE_PROFILE}\\s+out-0001\\s+${report.built[0]!.size}\\s+0\\s+\\d{4}-\\d\\d-\\d\\dT`,
+        `^${good.id}\\s+ready\\s+claude\\s+${CLAUDE_PROFILE}\\s+out-0001\\s+` +
+          `${report.built[0]!.size}\\s+0\\s+\\d{4}-\\d\\d-\\d\\dT`,
       ),
     );
     expect(lines[2]).toMatch(new RegExp(`^${bad.id}\\s+failed\\s+claude .*no transcript of session out-missing`));

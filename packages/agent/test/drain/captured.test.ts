@@ -109,7 +109,7 @@ describe('the capture records', () => {
     expect(await lastCapture(ctx, 'claude', 's1')).toBeUndefined();
   });
 
-  it('keeps at most the bound per harness, the oldest going first, leaving other harnesses and other files', async () => {
+  it('keeps at most the bound per harness, the oldest going first, leaving other harnesses and files', async () => {
     for (let i = 0; i < 5; i++)
       await rememberCapture(ctx, { harness: 'claude', session_id: `s${i}`, content_sha256: 'd', record: `r${i}` });
     // Oldest by modification time: s0 first, s1 next.

@@ -114,7 +114,7 @@ function expectNoSecrets(text: string): void {
 }
 
 describe('drain uploads', () => {
-  it('end to end: a captured session is built, uploaded, verified by the server and removed from the spool', async () => {
+  it('end to end: a captured session is built, uploaded, verified by the server, removed from the spool', async () => {
     const s = await session('0e2c1a4e-7b1f-4c55-9a51-2b4d7a4d8e10', 'Add a coupon field to the checkout page');
     const record = await enqueue(s);
     const built = await drain(ctx, { skipUploads: true });
@@ -239,7 +239,7 @@ describe('drain uploads', () => {
     expect(result.stdout).toMatch(/KEPT/);
   });
 
-  it('server down: the record stays ready with attempts and the last error; server up: the next drain uploads it', async () => {
+  it('server down: the record stays ready with attempts, last error; server up: the next drain uploads', async () => {
     // A first upload while the server is up leaves a last-known-good policy, as a real agent has.
     const first = await enqueue(await session('up-0001', 'First session'));
     expect((await drain(ctx, { upload: fastRetry })).uploaded.map((u) => u.id)).toEqual([first.id]);
@@ -392,7 +392,10 @@ describe('drain uploads', () => {
     });
     expect(report.waiting[0].reason).toMatch(/connection refused|ECONNREFUSED/);
     expect(report.notes.join('\n')).toMatch(
-      /\[CONTROL_API_UNREACHABLE\].*last-known-good.*check control_url \/ BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`/,
+      new RegExp(
+        String.raw`\[CONTROL_API_UNREACHABLE\].*last-known-good.*check control_url \/ ` +
+          'BLUE_AGENT_CONTROL_URL; run `blue-agent doctor`',
+      ),
     );
     await rm(srv.root, { recursive: true, force: true });
   });
@@ -519,7 +522,12 @@ describe('drain uploads', () => {
     // A new turn: a new upload (artifact) of the same captured session, which becomes its current one.
     await appendFile(
       s.transcript,
-      `${JSON.stringify({ type: 'user', uuid: 'u2', sessionId: s.id, message: { role: 'user', content: 'And the README' } })}\n`,
+      JSON.stringify({
+        type: 'user',
+        uuid: 'u2',
+        sessionId: s.id,
+        message: { role: 'user', content: 'And the README' },
+      }) + '\n',
     );
     const third = await enqueue(s);
     const report = await drain(ctx, { upload: fastRetry });
@@ -575,7 +583,7 @@ describe('drain uploads', () => {
     });
   });
 
-  it('drains killed with SIGKILL while uploading: every session is registered exactly once, the spool ends empty', async () => {
+  it('drains killed with SIGKILL while uploading: each session registered exactly once, the spool empty', async () => {
     const SESSIONS = 12;
     const MAX_ROUNDS = 30;
     const sessions: ClaudeSession[] = [];
@@ -685,7 +693,11 @@ describe('a record another drain holds', () => {
         `held    ${record.id}  claude ${s.id}  being uploaded by another drain (pid ${holder})`,
       );
       expect(human.stdout).toMatch(
-        /^0 built, 0 uploaded, 0 failed, 0 to retry, 0 waiting to be built, 0 waiting to be uploaded, 1 held by another drain$/m,
+        new RegExp(
+          '^0 built, 0 uploaded, 0 failed, 0 to retry, 0 waiting to be built, 0 waiting to be ' +
+            'uploaded, 1 held by another drain$',
+          'm',
+        ),
       );
       const status = await runCli(['status', '--json'], { env: childEnv, timeoutMs: 30_000 });
       expect(JSON.parse(status.stdout).last_drain).toMatchObject({

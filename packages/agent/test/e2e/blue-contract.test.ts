@@ -94,7 +94,7 @@ const exists = (file: string) =>
   );
 
 describe("the agent against Blue's contract", () => {
-  it('fetches the full GovernanceConfig (string revision, packages, gateway, managed_config, mcp) and applies it', async () => {
+  it('fetches the whole GovernanceConfig (string revision, packages, gateway, managed_config, mcp)', async () => {
     const { code, stdout, stderr } = await alice(['reconcile', '--json']);
     expect(code, stderr).toBe(0);
     const report = JSON.parse(stdout);
@@ -172,7 +172,7 @@ describe("the agent against Blue's contract", () => {
     },
   );
 
-  it('lists the session by its captured-session id (owned, not expired, no digest from Blue) and shows it', async () => {
+  it('lists the session by its captured-session id (owned, not expired, no digest from Blue), shows it', async () => {
     const { code, stdout, stderr } = await alice(['sessions', 'list', '--json']);
     expect(code, stderr).toBe(0);
     const { sessions } = JSON.parse(stdout);

@@ -334,7 +334,7 @@ describe('help texts', () => {
     );
   });
 
-  it('status, doctor, sessions share, sessions export and bundle create explain themselves with an example', async () => {
+  it('status, doctor, sessions share, sessions export and bundle create explain themselves by example', async () => {
     const status = (await inProcess(['status', '--help'])).stdout;
     expect(status).toContain('never contacts the network or writes; always exits 0; see `doctor`');
     expect(status).toContain('blue-agent status --json');

@@ -267,7 +267,7 @@ describe.each(BACKENDS)('the dashboard in Chromium (%s)', (backend) => {
     }
   }, 120_000);
 
-  it('shows a title that holds control and bidirectional characters escaped, never reordered, wherever it shows it', async () => {
+  it('shows a title holding control and bidirectional characters escaped, never reordered, where shown', async () => {
     t = await startTestServer({ backend });
     const hostile = 'Quarterly report\u202Efdp.exe\u2066\u200f\u001b[31m\u0085';
     const bytes = await conversationBundle(work, {

@@ -62,7 +62,7 @@ async function startAgent(): Promise<{ agent: ReturnType<typeof runCli> }> {
 }
 
 describe('service uninstall --remove-hooks with the agent running', () => {
-  it('no user manager: install leaves nothing, the agent runs by hand, and the undo stops it before the hooks go', async () => {
+  it('no user manager: install leaves nothing, the agent runs by hand, undo stops it before the hooks go', async () => {
     await writeFile(path.join(fakes.state, 'no-bus'), '');
     const install = await cli(['service', 'install']);
     expect(install.code).toBe(1);

@@ -216,7 +216,7 @@ describe('drain through a faulty network to the real Control API', () => {
     await expectUploadedOnce(built);
   });
 
-  it('presign failing more times than the policy allows: the record is rescheduled, then uploaded by a later drain', async () => {
+  it('presign failing more often than the policy allows: rescheduled, then uploaded by a later drain', async () => {
     await start();
     const { record } = await spoolSession('presign-503', 'Outlast the retries');
     const built = await build();
@@ -235,7 +235,7 @@ describe('drain through a faulty network to the real Control API', () => {
     await expectUploadedOnce(built);
   });
 
-  it('429 with Retry-After: the wait is the one the server asked for, on the Control API and on the signed URL', async () => {
+  it('429 with Retry-After: the wait is what the server asked for, on the Control API and the signed URL', async () => {
     await start();
     const { record } = await spoolSession('throttled', 'Slow down');
     const built = await build();
@@ -265,7 +265,7 @@ describe('drain through a faulty network to the real Control API', () => {
     await expectUploadedOnce(built);
   });
 
-  it('a Retry-After longer than the drain sleeps through: rescheduled no sooner than asked, then uploaded', async () => {
+  it('a Retry-After longer than the drain sleeps through: rescheduled no sooner than asked, then sent', async () => {
     await start();
     const { record } = await spoolSession('throttled-long', 'Come back in two minutes');
     const built = await build();

@@ -37,7 +37,7 @@ afterEach(async () => {
   await t.cleanup();
 });
 
-it('Claude Code: policy from the Control API -> hook -> capture -> drain -> listed complete, downloadable, verified', async () => {
+it('Claude Code: policy from the Control API -> hook -> capture -> drain -> listed, fetched, verified', async () => {
   const bin = harnessBin('claude');
   const agent = t.context({ env: { PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin` } });
   const report = await reconcile(agent, { dryRun: false, harnesses: ['claude'] });

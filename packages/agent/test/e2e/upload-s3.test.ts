@@ -193,7 +193,10 @@ describe('drain to a Control API that keeps bundles in S3 (s3rver)', () => {
           stage: 'upload',
           code: 'UPLOAD_REJECTED',
           reason: expect.stringMatching(
-            /HTTP 400: \[digest_mismatch\] upload .* does not match its presign: stored object has \d+ bytes and SHA-256 [0-9a-f]{64}/,
+            new RegExp(
+              String.raw`HTTP 400: \[digest_mismatch\] upload .* does not match its presign: stored object ` +
+                String.raw`has \d+ bytes and SHA-256 [0-9a-f]{64}`,
+            ),
           ),
         },
       ]);

@@ -382,7 +382,7 @@ describe('removal with a ledger record that no longer describes the file', () =>
 });
 
 describe('containers left empty by removal', () => {
-  it('without a record, an event array and hooks object emptied by the removal go, ones the user left empty stay', () => {
+  it('without a record, an event array and hooks object emptied by the removal go; ones left empty stay', () => {
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]}}`).text).toBe('{}');
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}],"Stop":[]}}`).text).toBe('{"hooks":{"Stop":[]}}');
     expect(remove(`{"hooks":{"SessionEnd":[${own(RIGHT)}]},"hooks2":{}}`).text).toBe('{"hooks2":{}}');

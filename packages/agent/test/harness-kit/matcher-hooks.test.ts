@@ -118,7 +118,8 @@ describe('installing against a record', () => {
 
 describe('values kept as spelled', () => {
   it('a right type spelled with an escape stays; only the wrong timeout changes', () => {
-    const text = `{"hooks":{"SessionEnd":[{"matcher":"","hooks":[{"type":"comm\\u0061nd","command":${C},"timeout":3}]}]}}`;
+    const text =
+      '{"hooks":{"SessionEnd":[{"matcher":"","hooks":' + `[{"type":"comm\\u0061nd","command":${C},"timeout":3}]}]}}`;
     expect(install(text).text).toBe(text.replace('"timeout":3', '"timeout":10'));
   });
 });

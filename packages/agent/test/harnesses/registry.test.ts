@@ -68,7 +68,7 @@ describe('the harness registry', () => {
     }
   });
 
-  it('every schema that speaks of harnesses references the one shared definition instead of listing names', async () => {
+  it('every schema that speaks of harnesses references the one shared definition, listing no names', async () => {
     for (const file of ['agent-config', 'bundle-manifest', 'profile']) {
       const text = await readFile(path.join(SCHEMAS, `${file}.schema.json`), 'utf8');
       expect(text, file).toContain('"$ref": "harness-name.schema.json"');

@@ -245,7 +245,7 @@ describe('owner liveness, rule by rule', () => {
     expect(staleOwnerReason(owner, at(NOW - 100_000), { writtenAtStart: true })).toBeUndefined();
   });
 
-  it('for a lock written at start: the process started at most 2 s after the record and at most 10 min before it', () => {
+  it('for a lock written at start: the process started at most 2 s after the record, at most 10 min before', () => {
     const rec = NOW - 1_000;
     const at = (start: number | undefined) => world({ startedAt: (p) => (p === 77 ? start : rec) });
     const rules = { writtenAtStart: true };

@@ -101,7 +101,7 @@ describe('per-file locks', () => {
     });
   });
 
-  it('our own pid holds a lock only while this process holds it: within the process a second holder waits', async () => {
+  it('our own pid holds a lock only while this process holds it: in the process a second holder waits', async () => {
     // Left by an earlier process that had our pid.
     await lockOf({ pid: SELF, host: HOST, token: `${SELF}@${HOST}#000000`, started_at_unix_ms: recent() });
     expect(await took(world())).toMatchObject({ pid: SELF });

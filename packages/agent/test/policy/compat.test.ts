@@ -52,7 +52,7 @@ describe('checkCompatibility', () => {
     );
   });
 
-  it('blocks another major of the pin (CLIENT_VERSION_MISMATCH, naming the release), before judging the contract', () => {
+  it('blocks another major of the pin (CLIENT_VERSION_MISMATCH, naming the release) before judging contract', () => {
     const error = thrown(() => check({ required_client_version: '2.0.0', contract_version: 99 }));
     expect(error.code).toBe('CLIENT_VERSION_MISMATCH');
     expect(error.message).toContain('the organisation requires blue-agent 2.0.0, and this is 1.4.2');

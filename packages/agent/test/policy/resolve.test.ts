@@ -366,7 +366,7 @@ describe('resolvePolicy from the Control API', () => {
     expect(error.message).toContain('not valid JSON');
   });
 
-  it('refuses a policy nested deeper than the bound before anything walks it, and keeps the last-known-good', async () => {
+  it('refuses a policy nested deeper than the bound before anything walks it; keeps the last-known-good', async () => {
     const ctx = ctxFor(server.origin);
     await resolve(ctx);
     const before = await readFile(lastKnownGoodPath(ctx), 'utf8');
@@ -490,11 +490,12 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
     await resolve(agent());
     expect(server.requests[0]!.headers['x-blue-contract-version']).toBe('3');
     expect(server.requests[0]!.headers['x-blue-capabilities']).toBe(
-      'tenant_client_version_pin,adapter_intervals,compiled_harness_registry,transactional_reconcile,versioned_state,unverified_harness_versions',
+      'tenant_client_version_pin,adapter_intervals,compiled_harness_registry,' +
+        'transactional_reconcile,versioned_state,unverified_harness_versions',
     );
   });
 
-  it('accepts a string revision, the rest of the GovernanceConfig, and warns about harnesses it does not know', async () => {
+  it('accepts a string revision, the rest of the GovernanceConfig, and warns of unknown harnesses', async () => {
     server.setPolicy(
       policyFor(server.origin, {
         revision: '251e6087-98cf-4861-9668-f09f537d5e4d',
@@ -549,7 +550,7 @@ describe("Blue's rules for clients: contract, capabilities, client-version pins"
     },
   );
 
-  it("a 426 is POLICY_INCOMPATIBLE with the server's message; it is an answer, not an outage, so no fall-back", async () => {
+  it("a 426 is POLICY_INCOMPATIBLE with the server's message; an answer, not an outage, so no fall-back", async () => {
     const ctx = agent();
     await resolve(ctx);
     server.setHandler((_req, res) =>

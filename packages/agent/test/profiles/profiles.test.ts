@@ -170,7 +170,10 @@ describe('profiles check', () => {
     const error = await loadProfiles(dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BlueError);
     expect((error as BlueError).message).toMatch(
-      /claude\.yaml:7:\d+: invalid compatibility profile: \/intervals\/0 is missing the required field "verified_before"/,
+      new RegExp(
+        String.raw`claude\.yaml:7:\d+: invalid compatibility profile: \/intervals\/0 is missing the required ` +
+          'field "verified_before"',
+      ),
     );
   });
 

@@ -198,7 +198,7 @@ describe('the ledger is written ahead of the native file', () => {
     expect(await exists(claudeDir())).toBe(false);
   });
 
-  it('install into a missing settings.json, then removal: the file and the folder made for it are gone again', async () => {
+  it('install into a missing settings.json, then removal: the file and the folder made for it are gone', async () => {
     expect(await exists(claudeDir())).toBe(false);
     await run(['claude', 'kimi', 'opencode']);
     expect(await exists(claudeSettings())).toBe(true);
@@ -340,7 +340,7 @@ describe('files far too large to be configs', () => {
     await expect(readBytesIfExists(claudeSettings())).rejects.toMatchObject({ code: 'FILE_TOO_LARGE' });
   });
 
-  it('the dry run of a large file that is allowed prints a bounded diff; a 1 MB line is shortened with a note', async () => {
+  it('the dry run of a large allowed file prints a bounded diff; a 1 MB line is shortened with a note', async () => {
     const line = `{"filler": "${'x'.repeat(1024 * 1024)}"}`;
     await put(claudeSettings(), line);
     const { code, out } = await cli(['reconcile', '--dry-run', '--policy', policy, '--harness', 'claude']);

@@ -84,7 +84,8 @@ const PLANTED: { kind: string; secret: string; around: (s: string) => string }[]
   {
     kind: 'JWT',
     secret:
-      'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTAwMDAwMDAwfQ.Qk3Lm9Qr2Tv7Wz4Yb1NcHs6JdF0gAa8Ue5Xp2Lq9Zk',
+      'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTAwMDAwMDAwfQ.' +
+      'Qk3Lm9Qr2Tv7Wz4Yb1NcHs6JdF0gAa8Ue5Xp2Lq9Zk',
     around: (s) => `session cookie ${s}`,
   },
   {
@@ -153,7 +154,9 @@ describe('planted secrets of every kind', () => {
       const json = `{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue": 1, "v": "ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue"}`;
       expect((await redactText(json)).text).toBe(`{"[REDACTED:GITHUB_TOKEN]": 1, "v": "[REDACTED:GITHUB_TOKEN]"}`);
       // Two secrets as keys of one object stay two keys (a reader keeps only the last of equal keys).
-      const two = `{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":1,"ghp_Z8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Uf":2,"[REDACTED:GITHUB_TOKEN] (2)":3,"n":{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":4}}`;
+      const two =
+        '{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":1,"ghp_Z8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Uf":2,' +
+        '"[REDACTED:GITHUB_TOKEN] (2)":3,"n":{"ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue":4}}';
       const out = JSON.parse((await redactText(two)).text) as Record<string, unknown>;
       expect(out).toEqual({
         '[REDACTED:GITHUB_TOKEN]': 1,
@@ -173,7 +176,7 @@ describe('planted secrets of every kind', () => {
     },
   );
 
-  it('judges JSONL line by line: a line cut off by a crash is redacted as plain text, every other line as JSON', async () => {
+  it('judges JSONL line by line: a line cut off by a crash is redacted as plain text, the others as JSON', async () => {
     const stripe = `sk_live_${'Rk3Lm9Qr2Tv7Wz4Yb1NcHs6J'.repeat(2)}`;
     // Quotes inside a string are escaped in the line (`password: \"...\"`): only a JSON reading sees the value.
     const whole = [
@@ -259,7 +262,11 @@ describe('planted secrets of every kind', () => {
 
   it('judges a value under a key that names a credential as assigned to it, whatever its entropy', async () => {
     const out = await redactText(
-      `${JSON.stringify({ username: 'alice', password: 'Summer2024x', db: { PGPASSWORD: 'Hunter2Secret', api_key: 'k3y4Prod9Xz' } })}\n`,
+      JSON.stringify({
+        username: 'alice',
+        password: 'Summer2024x',
+        db: { PGPASSWORD: 'Hunter2Secret', api_key: 'k3y4Prod9Xz' },
+      }) + '\n',
     );
     expect(JSON.parse(out.text)).toEqual({
       username: 'alice',
@@ -275,7 +282,7 @@ describe('planted secrets of every kind', () => {
     expect((await redactText(names)).replaced).toBe(0);
   });
 
-  it('leaves what names a credential instead of holding one, and a secretlint-disable comment switches nothing off', async () => {
+  it('leaves what names a credential, not holding one; a secretlint-disable comment switches nothing off', async () => {
     const names = [
       'password: string',
       'password = process.env.DB_PASSWORD',

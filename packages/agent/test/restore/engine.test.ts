@@ -95,7 +95,7 @@ async function seedIndexes(home: string): Promise<void> {
 }
 
 describe('Claude Code', () => {
-  it("places the transcript and its companion folder under the destination's project key, with fresh mtimes", async () => {
+  it("places the transcript and its companion folder under the destination's project key, fresh mtimes", async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const prepared = await prepare(session.bundle);
     expect(prepared).toMatchObject({
@@ -166,7 +166,7 @@ describe('Claude Code', () => {
     expect(await snapshot(target.home)).toEqual(changed);
   });
 
-  it('the session already in another project folder is a conflict, the same bytes too: no second copy is written', async () => {
+  it('the session already in another project folder is a conflict, same bytes too: no second copy made', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const first = path.join(target.root, 'elsewhere', 'first_place');
     await mkdir(first);
@@ -226,7 +226,7 @@ describe('Claude Code', () => {
     expect(await snapshot(path.join(target.home, '.claude'))).toEqual(before);
   });
 
-  it('a local copy that is a hard link (or a symbolic link) is refused before it is read, and left as it is', async () => {
+  it('a local copy that is a hard link (or a symbolic link) is refused before it is read, and left as is', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     await applyRestore(target.ctx, await prepare(session.bundle));
     const transcript = path.join(
@@ -301,7 +301,7 @@ describe('Claude Code', () => {
     );
   });
 
-  it('a destination that does not exist, or vanished after the preflight, is refused with nothing written', async () => {
+  it('a destination that does not exist, or vanished after the preflight, is refused, nothing written', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const missing = await blueError(() => prepare(session.bundle, path.join(target.root, 'nowhere')));
@@ -318,13 +318,14 @@ describe('Claude Code', () => {
 });
 
 describe('Codex', () => {
-  it('places the rollout in the dated folder of its session_meta and appends its thread name to session_index.jsonl', async () => {
+  it('places the rollout in the dated folder of its session_meta, adds its thread to session_index.jsonl', async () => {
     const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
     const codexHome = path.join(target.home, '.codex');
     await mkdir(codexHome, { recursive: true });
     const index = path.join(codexHome, 'session_index.jsonl');
     const otherLines =
-      '{"id":"other-1","thread_name":"Theirs","updated_at":"2026-01-01T00:00:00Z"}\n{"id":"other-2","thread_name":"No newline","updated_at":"2026-01-02T00:00:00Z"}';
+      '{"id":"other-1","thread_name":"Theirs","updated_at":"2026-01-01T00:00:00Z"}\n' +
+      '{"id":"other-2","thread_name":"No newline","updated_at":"2026-01-02T00:00:00Z"}';
     await writeFile(index, otherLines);
     await chmod(index, 0o640);
     const prepared = await prepare(session.bundle);
@@ -395,7 +396,7 @@ describe('Codex', () => {
     },
   );
 
-  it('the same session already in another date folder is the same session: identical is skipped, different refused', async () => {
+  it('the same session in another date folder is the same session: identical skipped, different refused', async () => {
     const session = await fixtureBundle('codex', source, path.join(source.root, 'codex.bundle'));
     const local = path.join(
       target.home,
@@ -518,7 +519,7 @@ describe('the staging folder', () => {
 });
 
 describe('recoverRestores', () => {
-  it('leaves the journal of a restore whose process still runs alone, and rolls back one whose process is gone', async () => {
+  it('leaves the journal of a restore whose process still runs, and rolls back one whose process is gone', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);

@@ -24,7 +24,9 @@ import {
 
 const ID = '0b7c4a1e-1111-4222-8333-944455556666';
 const HASH = 'a'.repeat(32);
-const META = `{"timestamp":"2026-11-30T16:33:24.960Z","type":"session_meta","payload":{"id":"${ID}","timestamp":"2026-11-30T16:33:24.929Z","cwd":"/w"}}\n`;
+const META =
+  '{"timestamp":"2026-11-30T16:33:24.960Z","type":"session_meta",' +
+  `"payload":{"id":"${ID}","timestamp":"2026-11-30T16:33:24.929Z","cwd":"/w"}}\n`;
 
 let t: TestHome;
 let destination: string;

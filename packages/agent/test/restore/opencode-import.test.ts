@@ -47,15 +47,23 @@ async function fakeOpencode(mode: {
   const bin = path.join(t.root, 'bin', 'opencode');
   const exportFile = path.join(t.root, 'export-out.json');
   await writeFile(exportFile, exportText);
+  const exportStep =
+    mode.export === 'missing' ? 'echo "Error: Session not found: $2" >&2; exit 1' : `cat ${JSON.stringify(exportFile)}`;
+  const importStep = {
+    ok: `echo "Imported session: ${sessionId}"`,
+    fail: 'echo "Error: database is locked" >&2; exit 1',
+    silent: 'exit 0',
+    'other-id': 'echo "Imported session: ses_renamed01"',
+  }[mode.import];
   await writeExecutable(
     bin,
     `#!/bin/sh
 echo "$(pwd) $*" >> ${JSON.stringify(calls)}
 case "$1" in
   export)
-    ${mode.export === 'missing' ? `echo "Error: Session not found: $2" >&2; exit 1` : `cat ${JSON.stringify(exportFile)}`};;
+    ${exportStep};;
   import)
-    ${{ ok: `echo "Imported session: ${sessionId}"`, fail: 'echo "Error: database is locked" >&2; exit 1', silent: 'exit 0', 'other-id': 'echo "Imported session: ses_renamed01"' }[mode.import]};;
+    ${importStep};;
   session) exit 0;;
 esac
 `,
@@ -94,7 +102,7 @@ describe('OpenCode import step', () => {
   });
 
   for (const failure of ['fail', 'silent'] as const) {
-    it(`an import that ${failure === 'fail' ? 'fails' : 'reports no id'} is rolled back with session delete`, async () => {
+    it(`an import that ${failure === 'fail' ? 'fails' : 'reports no id'} is undone by session delete`, async () => {
       await fakeOpencode({ export: 'missing', import: failure });
       const prepared = await prepare();
       await expect(applyRestore(ctx(), prepared)).rejects.toMatchObject({ code: 'RESTORE_FAILED' });
@@ -114,7 +122,7 @@ describe('OpenCode import step', () => {
     });
   }
 
-  it('a session OpenCode already holds with other messages is refused; the same messages are nothing to do', async () => {
+  it('a session OpenCode already holds with other messages is refused; the same messages: nothing to do', async () => {
     const original = JSON.parse(
       await readFile(path.join((await prepare()).staging, 'bundle', 'files', '0000-export.json'), 'utf8'),
     ) as { info: unknown; messages: unknown[] };
@@ -158,18 +166,29 @@ describe('OpenCode import step', () => {
     const bin = path.join(t.root, 'bin', 'opencode');
     const marker = path.join(t.root, 'imported');
     const original = path.join(t.root, 'export-out.json');
+    const importStep = {
+      ok: `echo "Imported session: ${sessionId}"`,
+      silent: 'exit 0',
+      'other-id': 'echo "Imported session: ses_renamed01"',
+    }[mode.import];
+    const deleteStep = {
+      ok: `rm -f ${JSON.stringify(marker)}`,
+      fail: 'echo "Error: database is locked" >&2; exit 1',
+      noop: 'exit 0',
+    }[mode.delete];
     await writeExecutable(
       bin,
       `#!/bin/sh
 echo "$(pwd) $*" >> ${JSON.stringify(calls)}
 case "$1" in
   export)
-    if [ -f ${JSON.stringify(marker)} ]; then cat ${JSON.stringify(original)}; else echo "Error: Session not found: $2" >&2; exit 1; fi;;
+    if [ -f ${JSON.stringify(marker)} ]; then cat ${JSON.stringify(original)};
+    else echo "Error: Session not found: $2" >&2; exit 1; fi;;
   import)
     cp "$2" ${JSON.stringify(original)}; touch ${JSON.stringify(marker)}
-    ${{ ok: `echo "Imported session: ${sessionId}"`, silent: 'exit 0', 'other-id': 'echo "Imported session: ses_renamed01"' }[mode.import]};;
+    ${importStep};;
   session)
-    ${{ ok: `rm -f ${JSON.stringify(marker)}`, fail: 'echo "Error: database is locked" >&2; exit 1', noop: 'exit 0' }[mode.delete]};;
+    ${deleteStep};;
 esac
 `,
     );

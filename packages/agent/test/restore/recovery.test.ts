@@ -145,7 +145,7 @@ describe('recovery after a crash between placement and the commit point', () => 
     expect(await readFile(transcript.to)).toEqual(bytes);
   });
 
-  it('keeps, without reading it, a placed file that gained another hard link (a third name for the inode)', async () => {
+  it('keeps, without reading it, a placed file that gained another hard link (a third name of the inode)', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const prepared = await prepare(session.bundle);
     const id = await crashedAfterPlacement(prepared, { pid: DEAD_PID });
@@ -182,7 +182,7 @@ function world(over: Partial<LockWorld> = {}): LockWorld {
 }
 
 describe('whose journal it is', () => {
-  it('an owner pid that is alive but names a process started at another time is a dead owner (a reused pid)', async () => {
+  it('an owner pid that is alive but names a process started at another time is dead (a reused pid)', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);
@@ -272,7 +272,7 @@ describe('rollback removes only what the restore created', () => {
     expect(await journals()).toEqual([]);
   });
 
-  it('the copy fallback (another filesystem) keeps its temp until the commit, so rollback knows the copy by inode', async () => {
+  it('the copy fallback (another filesystem) keeps its temp until commit: rollback knows it by inode', async () => {
     const session = await fixtureBundle('claude', source, path.join(source.root, 'claude.bundle'));
     const before = await snapshot(target.home);
     const prepared = await prepare(session.bundle);

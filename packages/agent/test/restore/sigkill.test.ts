@@ -69,7 +69,7 @@ function start(target: TestHome, bundle: string, destination: string): Run {
 describe('SIGKILL during a restore', () => {
   // A session with an index to merge (Kimi Code), and one of many files (Claude Code).
   for (const harness of ['kimi', 'claude'] as const) {
-    it(`${harness}: after recovery the harness folder is exactly the whole session or exactly the original`, async () => {
+    it(`${harness}: after recovery the harness folder is exactly the whole session or the original`, async () => {
       const source = await restoreHome();
       const target = await restoreHome();
       try {

@@ -31,7 +31,7 @@ function restoredTranscript(dest: string, sessionId: string): string {
 }
 
 describe('the picker', () => {
-  it('lists only owned or explicitly shared resumable sessions, filters as you type, and resumes the chosen one', async () => {
+  it('lists only owned or explicitly shared resumable sessions, filters as you type, resumes the choice', async () => {
     const mine = await uploadClaudeSession(world, { title: 'Fix the flaky login test' });
     const other = await uploadClaudeSession(world, { title: 'Refactor the billing module' });
     const shared = await uploadClaudeSession(world, { user: world.server.bob, title: 'Bob shares his parser work' });

@@ -192,7 +192,7 @@ describe('preflight', () => {
     expect(await readFile(transcriptPath(world.project, sessionId), 'utf8')).toBe('my own local changes\n');
   });
 
-  it('refuses a second copy of a session that is here in another project folder, naming that file and what to do', async () => {
+  it('refuses a second copy of a session here in another project folder, naming it and what to do', async () => {
     const { capturedId, sessionId } = await uploadClaudeSession(world);
     const first = await cli(world, [capturedId, '--dest', world.project, '--yes', '--no-launch']);
     expect(first.code, first.stderr).toBe(0);

@@ -281,7 +281,10 @@ describe('unknown keys', () => {
       loadDocument(profileSchema, claude.replace(/^display_name:/m, 'display_nam:'), 'claude.yaml'),
     );
     expect(profile.message).toMatch(
-      /^claude\.yaml:3:1: invalid compatibility profile: \/ has an unknown field "display_nam" \(did you mean "display_name"\?\)$/,
+      new RegExp(
+        String.raw`^claude\.yaml:3:1: invalid compatibility profile: \/ has an unknown field "display_nam" ` +
+          String.raw`\(did you mean "display_name"\?\)$`,
+      ),
     );
   });
 });

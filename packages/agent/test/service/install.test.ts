@@ -58,7 +58,7 @@ describe('systemd', () => {
     },
   );
 
-  it('without systemd on the machine (a container, WSL): no lingering advice, the agent run by hand instead', async () => {
+  it('without systemd on the machine (a container, WSL): no lingering advice, the agent run by hand', async () => {
     await h.fail('no-bus');
     await h.systemState('offline');
     const ctx = h.context('linux', {
@@ -100,7 +100,7 @@ describe('systemd', () => {
     expect(existsSync(h.unitPath())).toBe(false);
   });
 
-  it('a unit that does not start: the link `enable` made and the unit are removed, and systemd forgets it', async () => {
+  it('a unit that does not start: the link `enable` made and the unit are removed; systemd forgets it', async () => {
     await h.fail('start-fails');
     const { code, err } = await h.cli(h.context(), ['service', 'install']);
     expect(code).toBe(1);
@@ -205,7 +205,7 @@ describe('launchd', () => {
     expect(err).toContain(`Not undone: \`launchctl bootstrap gui/${UID} ${h.plistPath()}\` failed (exit 5)`);
   });
 
-  it('an SSH login without a GUI session: nothing is left installed, and the hint says where a LaunchAgent can run', async () => {
+  it('an SSH login without a GUI session: nothing left installed; the hint says where a LaunchAgent runs', async () => {
     await h.fail('no-gui');
     const { code, err } = await h.cli(h.context('darwin'), ['service', 'install']);
     expect(code).toBe(1);

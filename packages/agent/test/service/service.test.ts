@@ -357,7 +357,7 @@ describe('systemd', () => {
     expect((await stat(unitPath())).mtimeMs).toBe(written.mtimeMs);
   });
 
-  it('a changed unit (another Node.js, another variable) is updated and the running service restarted onto it', async () => {
+  it('a changed unit (another Node.js, another variable) is updated and the running service restarted', async () => {
     expect((await cli(context(), ['service', 'install'])).code).toBe(0);
     await fakes.reset();
     const { code, out } = await cli(context('linux', { CODEX_HOME: '/srv/codex' }), ['service', 'install']);
@@ -711,7 +711,8 @@ describe('an agent config that does not validate', () => {
     expect(dry.code).toBe(0);
     expect(dry.err).toMatch(
       new RegExp(
-        `^warning: the agent config does not validate, so the service would fail at start: ${escapeRe(file)}:\\d+:\\d+: `,
+        '^warning: the agent config does not validate, so the service would fail at start: ' +
+          `${escapeRe(file)}:\\d+:\\d+: `,
         'm',
       ),
     );

@@ -145,7 +145,7 @@ describe('the service manager cannot be reached', () => {
 });
 
 describe('an agent that runs', () => {
-  it('on another host sharing the state directory: the hooks stay, and the refusal says why; the rest is done', async () => {
+  it('on another host sharing the state directory: the hooks stay, the refusal says why; the rest done', async () => {
     expect((await h.cli(linux(), ['service', 'install'])).code).toBe(0);
     const lock = linux().paths.runLockFile;
     await writeFile(lock, JSON.stringify({ pid: 4242, host: 'other-host', started_at_unix_ms: Date.now() - 1_000 }));

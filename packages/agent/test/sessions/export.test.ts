@@ -105,7 +105,7 @@ describe('sessions export: what it checks', () => {
     expect((await stat(out)).mode & 0o777).toBe(0o600);
   });
 
-  it('keeps hostile transcript text from breaking the markdown, cuts long turns and counts unreadable lines', async () => {
+  it('keeps hostile transcript text from breaking the markdown, cuts long turns, counts unreadable lines', async () => {
     const id = 'f9e2a96e-fd97-4f85-9cfe-b439ff59594a';
     const line = (record: unknown) => `${JSON.stringify(record)}\n`;
     const transcript =

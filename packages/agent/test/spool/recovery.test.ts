@@ -60,7 +60,7 @@ describe('recovery after a crash', () => {
     expect(spoolFiles(stateDir)).toMatchObject({ intake: [`${record.id}.json`], building: [], bundles: [] });
   });
 
-  it('a crash between naming the bundle in the claim and the commit rename: the commit is finished, not redone', async () => {
+  it('a crash between naming the bundle in the claim and the commit rename: the commit is finished', async () => {
     const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const record = await enqueue(spool);
     await killedWorker(record.id, { bundle: 'bundle!', named: true });
@@ -200,7 +200,7 @@ describe('recovery after a crash', () => {
 });
 
 describe('recovery of upload claims', () => {
-  it('recovery: a dead upload claim goes back to ready with its bundle; one that names its upload is finished', async () => {
+  it('recovery: a dead upload claim goes back to ready with its bundle; one naming its upload is done', async () => {
     const spool = await Spool.open(stateLayout(stateDir), { now: clock });
     const a = await readyRecord(spool, 'up-a');
     const b = await readyRecord(spool, 'up-b');

@@ -73,7 +73,7 @@ describe("status and the organisation's rules for clients", () => {
     },
   );
 
-  it('once the pin has dropped the cached copy, shows the agent\'s refusal instead of "nothing fetched yet"', async () => {
+  it('once the pin has dropped the cached copy, shows the agent\'s refusal, not "nothing fetched yet"', async () => {
     const now = Date.now();
     await writeRunState(s.ctx, {
       pid: process.pid,

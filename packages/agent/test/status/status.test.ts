@@ -155,7 +155,7 @@ describe('status', () => {
     });
   });
 
-  it('a harness newer than its ceiling shows as unverified, with the certify command; drift shows as pending', async () => {
+  it('a harness newer than its ceiling shows as unverified, with the certify command; drift as pending', async () => {
     const file = path.join(s.t.root, 'policy.yaml');
     await writeFile(
       file,
@@ -188,7 +188,11 @@ describe('status', () => {
     );
     // Missing, not "out of date": the row is marked and the note comes right under it.
     expect(human).toMatch(
-      /^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is missing: `blue-agent reconcile` adds it$/m,
+      new RegExp(
+        String.raw`^ {2}claude +active \(missing hook\) +claude-v2_0_12 +2\.1\.332\n {12}the managed hook is ` +
+          'missing: `blue-agent reconcile` adds it$',
+        'm',
+      ),
     );
     expect(human).not.toContain('out of date');
     expect(human).not.toMatch(/^ {2}claude +active +claude/m);
@@ -332,7 +336,12 @@ describe('status', () => {
     );
     const human = await s.cli(['status'], { platform: 'linux' });
     expect(human.stdout).toMatch(
-      /^Service +systemd: not installed\n +not installed; systemctl --user could not answer: Failed to connect to bus: No medium found \(no systemd user manager in this session\); `blue-agent doctor` says what runs the agent here$/m,
+      new RegExp(
+        String.raw`^Service +systemd: not installed\n +not installed; systemctl --user could not answer: ` +
+          String.raw`Failed to connect to bus: No medium found \(no systemd user manager in this session\); ` +
+          '`blue-agent doctor` says what runs the agent here$',
+        'm',
+      ),
     );
     expect(human.stdout).not.toContain('blue-agent service install');
     const json = JSON.parse((await s.cli(['status', '--json'], { platform: 'linux' })).stdout);

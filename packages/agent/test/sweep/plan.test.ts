@@ -26,7 +26,7 @@ function plan(
 }
 
 describe('planSweep', () => {
-  it('captures a session that changed after the agent started watching and has been left alone for the idle time', () => {
+  it('captures a session that changed after the agent started watching and was left alone for the idle time', () => {
     const now = SINCE + 10 * IDLE;
     const idle = session('a', now - IDLE);
     const active = session('b', now - IDLE + 1);

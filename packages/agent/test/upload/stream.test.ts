@@ -74,10 +74,19 @@ import { Agent } from 'undici';
 const peak = () => process.resourceUsage().maxRSS * 1024;
 const dispatcher = new Agent();
 // A small upload first, so that loading and warming the HTTP client is not counted as the big upload's cost.
-await uploadFile({ method: 'PUT', url: 'http://127.0.0.1:${port}/warm', headers: {} }, ${JSON.stringify(empty)}, { size: 0, sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' }, { dispatcher, timeoutMs: 30000 });
+await uploadFile(
+  { method: 'PUT', url: 'http://127.0.0.1:${port}/warm', headers: {} },
+  ${JSON.stringify(empty)},
+  { size: 0, sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855' },
+  { dispatcher, timeoutMs: 30000 },
+);
 const start = peak();
 const result = await uploadFile(
-  { method: 'PUT', url: 'http://127.0.0.1:${port}/b/k?X-Amz-Signature=s', headers: { 'content-type': 'application/octet-stream' } },
+  {
+    method: 'PUT',
+    url: 'http://127.0.0.1:${port}/b/k?X-Amz-Signature=s',
+    headers: { 'content-type': 'application/octet-stream' },
+  },
   ${JSON.stringify(file)},
   { size: ${size}, sha256: ${JSON.stringify(sha256)} },
   { dispatcher, timeoutMs: 30000 },

@@ -229,7 +229,7 @@ function expectClean(result: UploadResult): void {
 }
 
 describe('uploadBundle', () => {
-  it('presigns with the contract fields, uploads with exactly the signed method and headers, then completes', async () => {
+  it('presigns with the contract fields, uploads with exactly the signed method and headers, completes', async () => {
     const { api, storage, client } = await setup();
     const state = controlApi(api, storage);
     const result = await uploadBundle(client, item, { retry: policy, retryEnv: fakeEnv() });
@@ -469,8 +469,8 @@ describe('uploadBundle', () => {
         res
           .writeHead(500)
           .end(
-            `<Error><Code>InternalError</Code><Message>see ${storage.origin}/b?X-Amz-Signature=${SIGNATURE}&Authorization=Bearer%20` +
-              `${TOKEN}</Message></Error>`,
+            `<Error><Code>InternalError</Code><Message>see ${storage.origin}/b?X-Amz-Signature=${SIGNATURE}` +
+              `&Authorization=Bearer%20${TOKEN}</Message></Error>`,
           ),
         true
       ),

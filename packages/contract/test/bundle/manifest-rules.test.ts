@@ -297,7 +297,9 @@ describe('buildManifest and serializeManifest', () => {
     ]);
     expect(Object.keys(manifest.files[0]!)).toEqual(['role', 'path', 'size', 'sha256']);
     expect(JSON.stringify(manifest)).toBe(
-      '{"schema_version":1,"artifact_format":"blue-session-bundle-v1","harness":"codex","compatibility_profile":"codex-v0_145_0","native_session_id":"s-1","captured_at_unix_ms":1700000000000,"files":[{"role":"rollout","path":"files/0000-r.jsonl","size":3,"sha256":"' +
+      '{"schema_version":1,"artifact_format":"blue-session-bundle-v1","harness":"codex",' +
+        '"compatibility_profile":"codex-v0_145_0","native_session_id":"s-1","captured_at_unix_ms":1700000000000,' +
+        '"files":[{"role":"rollout","path":"files/0000-r.jsonl","size":3,"sha256":"' +
         'ab'.repeat(32) +
         '"}]}',
     );
@@ -313,7 +315,10 @@ describe('buildManifest and serializeManifest', () => {
       role: file.role,
     } as BundleFile;
     expect(JSON.stringify(buildManifest({ ...extra, ...fields }, [shuffled]))).toBe(
-      '{"schema_version":1,"artifact_format":"blue-session-bundle-v1","harness":"codex","compatibility_profile":"codex-v0_145_0","native_session_id":"s-1","captured_at_unix_ms":1700000000000,"cwd":"/r/w","repository":{"root":"/r","remote":"git@x:y.git"},"title":"T","summary":"sum","files":[{"role":"rollout","path":"files/0000-r.jsonl","native_path":"2025/r.jsonl","size":3,"sha256":"' +
+      '{"schema_version":1,"artifact_format":"blue-session-bundle-v1","harness":"codex",' +
+        '"compatibility_profile":"codex-v0_145_0","native_session_id":"s-1","captured_at_unix_ms":1700000000000,' +
+        '"cwd":"/r/w","repository":{"root":"/r","remote":"git@x:y.git"},"title":"T","summary":"sum",' +
+        '"files":[{"role":"rollout","path":"files/0000-r.jsonl","native_path":"2025/r.jsonl","size":3,"sha256":"' +
         'ab'.repeat(32) +
         '"}]}',
     );

@@ -43,9 +43,10 @@ it('bundles, verifies and extracts 100 MiB with bounded memory', async () => {
   await writeJsonl(path.join(project, 'main.jsonl'), 64 * MiB);
   await writeJsonl(path.join(project, 'agent.jsonl'), 36 * MiB);
   const entry = path.join(dir, 'child.ts');
+  const bundleModule = JSON.stringify(path.join(repoRoot, 'packages/contract/src/bundle/index.ts'));
   await writeFile(
     entry,
-    `import { writeBundle, verifyBundle, extractBundle } from ${JSON.stringify(path.join(repoRoot, 'packages/contract/src/bundle/index.ts'))};
+    `import { writeBundle, verifyBundle, extractBundle } from ${bundleModule};
 import { loadProfiles } from ${JSON.stringify(path.join(repoRoot, 'packages/contract/src/profiles/index.ts'))};
 const profiles = await loadProfiles(${JSON.stringify(path.join(agentRoot, 'profiles'))});
 const peak = () => process.resourceUsage().maxRSS * 1024;
@@ -53,8 +54,18 @@ const start = peak();
 const input = {
   harness: 'claude', profile: 'claude-v2_0_12', sessionId: 's', capturedAtUnixMs: 0, root: ${JSON.stringify(projects)},
   files: [
-    { role: 'primary_transcript', name: 'main.jsonl', nativePath: 'p/main.jsonl', path: ${JSON.stringify(path.join(project, 'main.jsonl'))} },
-    { role: 'session_companion', name: 'agent.jsonl', nativePath: 'p/agent.jsonl', path: ${JSON.stringify(path.join(project, 'agent.jsonl'))} },
+    {
+      role: 'primary_transcript',
+      name: 'main.jsonl',
+      nativePath: 'p/main.jsonl',
+      path: ${JSON.stringify(path.join(project, 'main.jsonl'))},
+    },
+    {
+      role: 'session_companion',
+      name: 'agent.jsonl',
+      nativePath: 'p/agent.jsonl',
+      path: ${JSON.stringify(path.join(project, 'agent.jsonl'))},
+    },
   ],
 };
 const out = ${JSON.stringify(path.join(dir, 'big.bundle'))};
@@ -63,7 +74,9 @@ const afterWrite = peak();
 await verifyBundle(out, { profiles });
 const afterVerify = peak();
 await extractBundle(out, ${JSON.stringify(path.join(dir, 'x'))}, { profiles });
-process.stdout.write(JSON.stringify({ start, afterWrite, afterVerify, afterExtract: peak(), size: written.size, sizes: written.manifest.files.map((f) => f.size) }));
+const sizes = written.manifest.files.map((f) => f.size);
+const afterExtract = peak();
+process.stdout.write(JSON.stringify({ start, afterWrite, afterVerify, afterExtract, size: written.size, sizes }));
 `,
   );
   const bundled = path.join(dir, 'child.mjs');

@@ -109,7 +109,10 @@ describe('checkScan', () => {
     ]) {
       const error = thrown(check(claude(entries)));
       expect(error.message).toMatch(
-        /: manifest\.json: files\[2\] \(files\/0002-agent-2\.jsonl\): native_path .* is both a file and the folder of another file of the bundle$/,
+        new RegExp(
+          String.raw`: manifest\.json: files\[2\] \(files\/0002-agent-2\.jsonl\): native_path .* is both a ` +
+            'file and the folder of another file of the bundle$',
+        ),
       );
     }
   });

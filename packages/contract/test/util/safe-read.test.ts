@@ -57,7 +57,7 @@ describe('safe-read', () => {
     expect(await readChecked(path.join(dir, 'missing'), { ...rule, optional: true })).toBeUndefined();
   });
 
-  it("refuses a hard link (another name for a file that may be anywhere), naming the file, with the caller's code", async () => {
+  it("refuses a hard link (another name for a file that may be anywhere), naming it, with caller's code", async () => {
     const secret = path.join(dir, 'id_rsa');
     await writeFile(secret, 'PRIVATE KEY');
     const linked = path.join(dir, 'tool-result.txt');

@@ -112,7 +112,7 @@ describe('local blob store', () => {
     expect((await send('GET', down.url, {})).status).toBe(404);
   });
 
-  it('stat after an upload uses the digest taken while receiving, and reads the bytes again once the file changed', async () => {
+  it('stat after an upload uses the digest taken while receiving; reads the bytes again once changed', async () => {
     const data = randomBytes(4 * 1024 * 1024);
     const object = { size: data.length, sha256: sha256(data) };
     const up = await store.presignUpload('sessions/u2/rev-1', object, now + 60_000);

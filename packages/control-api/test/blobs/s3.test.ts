@@ -269,7 +269,7 @@ describe('S3 blob store behind a SigV4-verifying gateway', () => {
     expect(await store.stat('v/ok')).toBeUndefined();
   });
 
-  it('refuses an upload whose checksum header or length was changed, or that was signed with another secret', async () => {
+  it('refuses an upload whose checksum header or length changed, or that was signed with another secret', async () => {
     const data = Buffer.from('the real bundle');
     const object = { size: data.length, sha256: sha256(data) };
     const up = await store.presignUpload('v/tampered', object, Date.now() + 60_000);
@@ -470,7 +470,7 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     await store.close();
   }, 15_000);
 
-  it('the [default] profile; a key the bucket does not know is refused as AUTH_FAILED, without the key in the error', async () => {
+  it('the [default] profile; a key the bucket does not know is AUTH_FAILED, without the key in the error', async () => {
     await ambient(
       { AWS_REGION: 'us-east-1' },
       { credentials: '[default]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' },
@@ -493,7 +493,7 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     await stranger.close();
   }, 15_000);
 
-  it('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment; configured credentials take precedence', async () => {
+  it('AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment; configured credentials go first', async () => {
     await ambient({ AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_DEFAULT_REGION: 'us-east-1' });
     const store = await open();
     await roundTrip(store, 'chain/env');
@@ -512,7 +512,7 @@ describe('S3 blob store credentials from the AWS SDK default chain', () => {
     await configured.close();
   }, 15_000);
 
-  it('no credentials anywhere: AUTH_FAILED at start, saying how to provide them, without waiting on the network', async () => {
+  it('no credentials anywhere: AUTH_FAILED at start, saying how to give them, not waiting on the network', async () => {
     await ambient({ AWS_REGION: 'us-east-1' });
     const started = Date.now();
     const error = await open().then(

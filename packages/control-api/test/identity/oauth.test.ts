@@ -152,7 +152,7 @@ describe.each(BACKENDS)('the device flow and tokens (%s)', (backend) => {
     ).toEqual({ outcome: 'pending' });
   });
 
-  it('expires access tokens, rotates refresh tokens, and ends the sign-in when a spent refresh token comes back', async () => {
+  it('expires access tokens, rotates refresh tokens, ends the sign-in when a spent refresh token returns', async () => {
     t = await startTestServer({ backend });
     const first = await signIn(t.alice);
     t.clock.advance(HOUR + 1);

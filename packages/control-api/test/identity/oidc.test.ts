@@ -118,7 +118,7 @@ describe.each(BACKENDS)('signing in with the identity provider (%s)', (backend) 
     expect(await account(plain.jar)).toContain('(member)');
   });
 
-  it('matches a person by their subject at the provider, first by a verified e-mail, never a local account', async () => {
+  it('matches a person by their subject at the provider, first by a verified e-mail, never a local one', async () => {
     await start();
     const unverified = await signInThroughProvider(`${t!.url}/auth/oidc/start`, 'frank@example.com');
     expect(unverified.landed).toBe(`${t!.url}/sign-in?failed=email`);

@@ -16,7 +16,7 @@ describe('mayView', () => {
     }
   });
 
-  it('shows others a session only once it has a verified artifact: all of them (workspace), those it names, or none', () => {
+  it('shows others a session only once it has a verified artifact: all (workspace), those it names, or none', () => {
     expect(mayView({ owner_id: ada.id, current_artifact_id: null, sharing_mode: 'workspace' }, bob)).toBe(false);
     expect(mayView({ owner_id: ada.id, current_artifact_id: null, sharing_mode: 'selected' }, bob)).toBe(false);
     expect(mayView({ owner_id: ada.id, current_artifact_id: 'art-1', sharing_mode: 'workspace' }, bob)).toBe(true);

@@ -70,7 +70,7 @@ describe('planPresign', () => {
     });
   });
 
-  it('gives a retried presign of bytes not yet verified the same artifact again, unless its object was collected', () => {
+  it('gives a retried presign of bytes not yet verified the same artifact again, unless its object went', () => {
     const current = artifact({ id: 'art-1', status: 'complete', revision: 1 });
     for (const status of ['pending', 'failed'] as const) {
       const retried = artifact({ id: 'art-2', ...bytesB, status, revision: 2 });
@@ -99,7 +99,7 @@ describe('planPresign', () => {
 });
 
 describe('planComplete', () => {
-  it('makes the first verified artifact current, and has the indexer read it only when it is a bundle or a record', () => {
+  it('makes the first verified artifact current; the indexer reads it only when it is a bundle or a record', () => {
     expect(planComplete(artifact({}), undefined, 1000, DAY)).toEqual({
       status: 'complete',
       current: true,

@@ -12,7 +12,7 @@ import { repoRoot } from '../../../../test/support/context.js';
 const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 describe('pages as browsers get them', () => {
-  it('show every control and bidirectional character escaped, in text and in attributes, and keep lines and tabs', () => {
+  it('show each control and bidirectional character escaped, in text and in attributes; keep lines and tabs', () => {
     const hostile = 'a\u202eb\u0007c\u009bd\u2066e\u200ff\u061cg';
     const html = pageHtml(
       h('html', null, [

@@ -56,7 +56,7 @@ describe.each(BACKENDS)('a session page by an id prefix several sessions share (
     return { status: response.status, text: await response.text(), location: response.headers.get('location') };
   }
 
-  it('lists the sessions the prefix names, for the person to choose, and leads a longer prefix to its one session', async () => {
+  it('lists the sessions the prefix names, for the person to choose; a longer prefix leads to one', async () => {
     t = await startTestServer({ backend });
     const first = await upload(t.alice, 'sess-one', 'The first <one>');
     const second = await upload(t.alice, 'sess-two', 'The second one');

@@ -56,7 +56,7 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     return { cookie, csrf, location: answer.location };
   };
 
-  it('signs in once with a sign-in link: an HttpOnly SameSite=Lax cookie, back to where the person was going', async () => {
+  it('signs in once with a sign-in link: an HttpOnly SameSite=Lax cookie, back to where the person went', async () => {
     t = await startTestServer({ backend });
     const page = await browse('GET', '/auth/link');
     expect(page.status).toBe(200);
@@ -207,7 +207,7 @@ describe.each(BACKENDS)('signing a browser in (%s)', (backend) => {
     expect((await browse('GET', `/device?user_code=${code.user_code}`, { cookie })).status).toBe(200);
   });
 
-  it('holds the limit of wrong codes however many arrive at once, by the page and by its form, on two replicas', async () => {
+  it('holds the limit of wrong codes however many arrive at once, by page and by form, on two replicas', async () => {
     t = await startTestServer({ backend });
     const replica = await startReplica(t);
     try {

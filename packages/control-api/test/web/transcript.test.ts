@@ -20,7 +20,7 @@ const conversation = (turns: Conversation['turns'], sections?: Conversation['sec
 });
 
 describe('bounded', () => {
-  it('cuts a turn to 20,000 characters, tool output to 4,000 and a tool call to 300, saying how much was left out', () => {
+  it('cuts a turn to 20,000 characters, tool output to 4,000 and a tool call to 300, saying how much was cut', () => {
     const out = bounded(
       conversation([turn('assistant', 'a'.repeat(50_000), ['x'.repeat(1_000)]), turn('tool', 'o'.repeat(10_000))]),
     );

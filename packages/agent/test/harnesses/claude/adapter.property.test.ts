@@ -326,7 +326,7 @@ describe('claude planHook properties', () => {
     );
   });
 
-  it("install keeps the user's entries deep-equal and the file's line endings, and adds exactly one managed hook", () => {
+  it("install keeps the user's entries deep-equal and the file's line endings, adds exactly one managed hook", () => {
     fc.assert(
       fc.property(shape, format, (s, f) => {
         const text = write(build(s), f);
@@ -396,7 +396,7 @@ describe('claude planHook properties', () => {
     );
   });
 
-  it('comments anywhere: install then remove gives back the original bytes, and installing twice changes nothing', () => {
+  it('comments anywhere: install then remove gives the original bytes back; installing twice changes nothing', () => {
     fc.assert(
       fc.property(shape, format, fc.array(fc.nat(), { minLength: 1, maxLength: 6 }), (s, f, picks) => {
         const text = withComments(write(build(s), f), picks);

@@ -303,7 +303,8 @@ describe('claude planHook: repairing managed entries', () => {
     expect(plan.managedFound).toBe(1);
     expect(plan.text).toBe(
       `{\n  "hooks": {\n    "PreToolUse": [],\n    "SessionEnd": [\n      {\n        "matcher": "",\n        ` +
-        `"hooks": [\n          {\n            "type": "command",\n            "command": ${JSON.stringify(COMMAND)},\n            ` +
+        `"hooks": [\n          {\n            "type": "command",\n            ` +
+        `"command": ${JSON.stringify(COMMAND)},\n            ` +
         `"timeout": 10\n          }\n        ]\n      }\n    ]\n  }\n}\n`,
     );
   });

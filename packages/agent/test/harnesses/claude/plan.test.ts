@@ -51,7 +51,8 @@ describe('the Claude Code settings dialect', () => {
 
   it("counts only Claude's managed commands as its own: another harness's capture hook is the user's", () => {
     const other = buildManagedHook(self, 'codex', 'codex-v1', 'SessionEnd', 10);
-    const theirs = `{"matcher":"","hooks":[{"type":"command","command":${JSON.stringify(other.command)},"timeout":10}]}`;
+    const command = JSON.stringify(other.command);
+    const theirs = `{"matcher":"","hooks":[{"type":"command","command":${command},"timeout":10}]}`;
     const text = `{"hooks":{"SessionEnd":[${theirs}]}}`;
     expect(remove(text)).toEqual({ text, owned: undefined, managedFound: 0 });
     expect(install(text).text).toBe(`{"hooks":{"SessionEnd":[${theirs},${OWN}]}}`);

@@ -82,7 +82,18 @@ describe('record session fixtures from the real CLI', () => {
         );
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'claude', version: install.version, session_id: id, prompt: CLAUDE_PROMPT, cwd: scrub(cwd, p), transcript_path: scrub(path.join(projectDir, transcript), p) }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'claude',
+              version: install.version,
+              session_id: id,
+              prompt: CLAUDE_PROMPT,
+              cwd: scrub(cwd, p),
+              transcript_path: scrub(path.join(projectDir, transcript), p),
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -112,7 +112,7 @@ describe('planClaudeRestore', () => {
     expect(await planned.duplicates!()).toEqual([]);
   });
 
-  it('other sessions, companion folders without a transcript and files outside project folders are no duplicates', async () => {
+  it('other sessions, companion folders without a transcript, files outside projects: no duplicates', async () => {
     const planned = await plan();
     await put(`-other/9d0c1c2e-5a4b-4c3d-9e8f-112233445566.jsonl`);
     await put(`-companion-only/${ID}/subagents/agent-a1.jsonl`);
@@ -121,7 +121,7 @@ describe('planClaudeRestore', () => {
     expect(await planned.duplicates!()).toEqual([]);
   });
 
-  it("the destination's own transcript reached through another folder name is the same file, not a duplicate", async () => {
+  it("the destination's own transcript reached through another folder name is the same file, not a copy", async () => {
     // As on a file system that ignores case, where two spellings name one folder.
     const planned = await plan();
     const key = claudeProjectKey(destination);

@@ -642,7 +642,7 @@ describe.runIf(hasHarness('codex'))('codex planHook and pendingState against the
     return { root: realpathSync(root), work, ctx: home.context({ env: { CODEX_HOME: root } }) };
   }
 
-  it('config.toml: Codex sees the user hooks first, then the managed hook, with the key and hash we compute', async () => {
+  it('config.toml: Codex sees the user hooks, then the managed hook, with the key and hash we compute', async () => {
     const { root, work, ctx } = await setup();
     const text = plan(fixture('user-session-end.toml'), desired, undefined, path.join(root, 'config.toml')).text!;
     await writeFile(path.join(root, 'config.toml'), text);

@@ -25,7 +25,12 @@ function doc(...groups: string[][]): string {
   return `{"hooks": {"SessionEnd": [${groups.map((g) => `{"hooks": [${g.join(', ')}]}`).join(', ')}]}}`;
 }
 
-const PRETTY = `${JSON.stringify({ hooks: { SessionEnd: [{ hooks: [{ type: 'command', command: desired.command, timeout: 3 }] }] } }, null, 2)}\n`;
+const PRETTY =
+  JSON.stringify(
+    { hooks: { SessionEnd: [{ hooks: [{ type: 'command', command: desired.command, timeout: 3 }] }] } },
+    null,
+    2,
+  ) + '\n';
 
 describe('parseJsonText', () => {
   it('reads blank text as an empty document', () => {

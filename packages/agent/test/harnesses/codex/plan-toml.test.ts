@@ -246,7 +246,7 @@ describe('planToml: editing the kept managed entry', () => {
     expect(plan(twice, desired, { format: 'toml' }).owned).toStrictEqual({ format: 'toml', created: false });
   });
 
-  it('refuses a managed entry without a command key of its own (a dotted or nested layout), pointing at its group', () => {
+  it('refuses a managed entry without its own command key (a dotted or nested layout), pointing at its group', () => {
     const nested = [
       'a = 1',
       '[[hooks.SessionEnd]]',

@@ -40,7 +40,18 @@ describe('record session fixtures from the real CLI', () => {
         const id = /-([0-9a-f-]{36})\.jsonl$/.exec(rollout)![1]!;
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'codex', version: install.version, session_id: id, prompt: CODEX_PROMPT, cwd: scrub(cwd, { root: t.root }), rollout: rollout.split(path.sep).join('/') }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'codex',
+              version: install.version,
+              session_id: id,
+              prompt: CODEX_PROMPT,
+              cwd: scrub(cwd, { root: t.root }),
+              rollout: rollout.split(path.sep).join('/'),
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -91,9 +91,13 @@ describe('planCodexRestore', () => {
   }
 
   const meta = (envelope: string, payload: string | undefined) =>
-    `${JSON.stringify({ timestamp: envelope, type: 'session_meta', payload: { id: ID, ...(payload === undefined ? {} : { timestamp: payload }), cwd: '/w' } })}\n`;
+    JSON.stringify({
+      timestamp: envelope,
+      type: 'session_meta',
+      payload: { id: ID, ...(payload === undefined ? {} : { timestamp: payload }), cwd: '/w' },
+    }) + '\n';
 
-  it('names the rollout by the local time of the session start, asking the clock for the offset at that instant', async () => {
+  it('names the rollout by the local time of the session start, with the offset at that instant', async () => {
     const asked: number[] = [];
     const chatham = (at: number) => (asked.push(at), 825);
     const planned = await plan(meta('2026-11-30T16:33:24.960Z', '2026-11-30T16:33:24.929Z'), chatham);
@@ -182,7 +186,7 @@ describe('Codex session_index.jsonl', () => {
 });
 
 describe('index bytes that are not valid UTF-8', () => {
-  it('session_index.jsonl: every existing byte is kept exactly, invalid sequences included; the line is appended', () => {
+  it('session_index.jsonl: every existing byte is kept, invalid sequences included; the line is appended', () => {
     const before = Buffer.concat([
       Buffer.from('{"id":"a","thread_name":"caf'),
       Buffer.from([0xe9, 0xff, 0x80]),

@@ -67,7 +67,18 @@ describe('record session fixtures from the real CLI', () => {
         }
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'gemini', version: install.version, session_id: id, prompt: GEMINI_PROMPT, cwd: scrub(cwd, { root: t.root }), chat }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'gemini',
+              version: install.version,
+              session_id: id,
+              prompt: GEMINI_PROMPT,
+              cwd: scrub(cwd, { root: t.root }),
+              chat,
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -18,7 +18,9 @@ import { blueErrorOf, intervalOf } from '../../../../../test/support/recorded-se
 
 const ID = '217fa86b-524f-4395-8043-ec84cce7a7be';
 const CHAT = `session-2026-12-02T02-51-${ID.slice(0, 8)}.jsonl`;
-const TEXT = `{"sessionId":"${ID}","projectHash":"x","startTime":"s","lastUpdated":"u","kind":"main"}\n{"id":"m1","type":"user","content":[{"text":"hi"}]}\n`;
+const TEXT =
+  `{"sessionId":"${ID}","projectHash":"x","startTime":"s","lastUpdated":"u","kind":"main"}\n` +
+  '{"id":"m1","type":"user","content":[{"text":"hi"}]}\n';
 
 let home: TestHome;
 let geminiDir: string;

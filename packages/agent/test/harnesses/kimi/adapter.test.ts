@@ -524,7 +524,7 @@ describe("kimi planner: Kimi's own `hooks = []`", () => {
     expect(withoutManaged(removed)).toEqual({ theme: 'dark' });
   });
 
-  it('user lines added above since: the statement goes back at a line start in the top-level table, or not at all', () => {
+  it('user lines added above since: the statement goes back at a line start in the top-level table, or not', () => {
     const installed = plan('theme = "dark"\nhooks = []\n[models]\n');
     const edited = `# added later, long enough to move the offset\n${installed.text!}`;
     const removed = plan(edited, null, installed.owned).text!;

@@ -53,7 +53,17 @@ describe('record session fixtures from the real CLI', () => {
         }
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'kimi', version: install.version, session_id: id, prompt: KIMI_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'kimi',
+              version: install.version,
+              session_id: id,
+              prompt: KIMI_PROMPT,
+              cwd: scrub(cwd, { root: t.root }),
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -26,7 +26,7 @@ const prepare = async (bundle: string) =>
   prepareRestore(target.ctx, { bundleFile: bundle, destination, profiles: await shippedProfiles() });
 
 describe('Kimi Code: a whole restore of its recorded session', () => {
-  it('moves the session to the destination, rewriting what names the old folder, and merges its index line', async () => {
+  it('moves the session to the destination, rewriting what names the old folder, merges its index line', async () => {
     const session = await fixtureBundle('kimi', source, path.join(source.root, 'kimi.bundle'));
     const home = path.join(target.home, '.kimi-code');
     await mkdir(home, { recursive: true });

@@ -236,7 +236,8 @@ export const KIMI_CLI_FIXTURE: FixtureRig = {
 
 /** A line of another session in Kimi Code's session index, which a restore keeps. */
 export const KIMI_INDEX_LINE =
-  '{"sessionId":"session_00000000-0000-4000-8000-000000000000","sessionDir":"/srv/other/session_00000000-0000-4000-8000-000000000000","workDir":"/srv/other"}\n';
+  '{"sessionId":"session_00000000-0000-4000-8000-000000000000",' +
+  '"sessionDir":"/srv/other/session_00000000-0000-4000-8000-000000000000","workDir":"/srv/other"}\n';
 
 export const kimi: HarnessRig = {
   name: 'kimi',

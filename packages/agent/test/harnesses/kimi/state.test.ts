@@ -88,7 +88,7 @@ describe('Kimi Code state.json allow-list', () => {
     for (const junk of [null, 'state', 5, []]) expect(sanitizeKimiCodeState(junk)).toEqual({});
   });
 
-  it('relocates the directory and every agent home (Kimi Code fixes only the main one), and names the directory', () => {
+  it('relocates the directory and each agent home (Kimi Code fixes only the main one), and names the directory', () => {
     const state = sanitizeKimiCodeState(V2);
     expect(stateDirectory(state)).toBe('/src/proj');
     const moved = relocatedState(state, '/dest', '/home/b/.kimi-code/sessions/wd_dest_1/session_1');

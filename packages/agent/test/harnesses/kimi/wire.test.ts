@@ -7,12 +7,14 @@ import { describe, expect, it } from 'vitest';
 import { withWorkspace } from '../../../src/harnesses/kimi/wire.js';
 
 const binding = (ws: string, extra = '') =>
-  `{"type":"runtime.set_binding","workspaceId":${JSON.stringify(ws)},"runtimeId":"local","agentId":"main"${extra},"time":1}`;
+  `{"type":"runtime.set_binding","workspaceId":${JSON.stringify(ws)},` +
+  `"runtimeId":"local","agentId":"main"${extra},"time":1}`;
 
 describe('Kimi Code wire: runtime bindings', () => {
   it('rewrites the workspace of every binding line and nothing else', () => {
     const text =
-      `{"type":"metadata","protocol_version":"1.5"}\n${binding('wd_proj_aaaaaaaaaaaa')}\r\n{"type":"turn.prompt","input":[{"type":"text","text":"say ` +
+      `{"type":"metadata","protocol_version":"1.5"}\n${binding('wd_proj_aaaaaaaaaaaa')}\r\n` +
+      '{"type":"turn.prompt","input":[{"type":"text","text":"say ' +
       `\\"runtime.set_binding\\" workspaceId"}]}\n${binding('wd_proj_aaaaaaaaaaaa', ',"x":[1, 2]')}`;
     const out = withWorkspace(Buffer.from(text), 'wd_dest_bbbbbbbbbbbb').toString();
     expect(out).toBe(text.replaceAll('wd_proj_aaaaaaaaaaaa', 'wd_dest_bbbbbbbbbbbb'));
@@ -25,7 +27,7 @@ describe('Kimi Code wire: runtime bindings', () => {
     expect(withWorkspace(already, 'wd_x_000000000000')).toBe(already);
   });
 
-  it('leaves lines it cannot read for sure alone: not JSON, no type, two workspaces, a workspace that is not text', () => {
+  it('leaves lines it cannot read for sure alone: not JSON, no type, two workspaces, a non-text workspace', () => {
     const odd = [
       '{"type":"runtime.set_binding","workspaceId":"wd_a_1"',
       '{"kind":"runtime.set_binding","workspaceId":"wd_a_1"}',

@@ -176,7 +176,13 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const chunks = [];
 process.stdin.on("data", (chunk) => chunks.push(chunk));
 process.stdin.on("end", () => {
-  const record = { argv: process.argv.slice(2), stdin: Buffer.concat(chunks).toString("utf8"), stdinIsFile: fstatSync(0).isFile(), cwd: process.cwd(), pid: process.pid };
+  const record = {
+    argv: process.argv.slice(2),
+    stdin: Buffer.concat(chunks).toString("utf8"),
+    stdinIsFile: fstatSync(0).isFile(),
+    cwd: process.cwd(),
+    pid: process.pid,
+  };
   appendFileSync(path.join(here, "records.jsonl"), JSON.stringify(record) + "\\n");
   if (process.argv.includes("--hang")) setInterval(() => {}, 1000);
 });

@@ -47,7 +47,18 @@ describe('record session fixtures from the real CLI', () => {
         await writeFile(path.join(out, 'export.json'), scrub(exported.stdout, { root: t.root }));
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'opencode', version: install.version, session_id: id, prompt: OPENCODE_PROMPT, cwd: scrub(cwd, { root: t.root }), stderr: exported.stderr.trim() }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'opencode',
+              version: install.version,
+              session_id: id,
+              prompt: OPENCODE_PROMPT,
+              cwd: scrub(cwd, { root: t.root }),
+              stderr: exported.stderr.trim(),
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -10,7 +10,7 @@ import { findInterval } from '@blue-agent/contract/profiles/index.js';
 import { makeTestHome } from '../../../../../test/support/context.js';
 import { shippedProfiles } from '../../../../../test/support/restore-homes.js';
 
-it('lists the chats of every project folder, not the files beside them, and reads the version that wrote each', async () => {
+it('lists the chats of every project folder, not the files beside them, and the version that wrote each', async () => {
   const t = await makeTestHome();
   try {
     const profiles = await shippedProfiles();

@@ -46,7 +46,17 @@ describe('record session fixtures from the real CLI', () => {
         });
         await writeFile(
           path.join(out, 'session.json'),
-          `${JSON.stringify({ harness: 'qwen', version: install.version, session_id: id, prompt: QWEN_PROMPT, cwd: scrub(cwd, { root: t.root }) }, null, 2)}\n`,
+          JSON.stringify(
+            {
+              harness: 'qwen',
+              version: install.version,
+              session_id: id,
+              prompt: QWEN_PROMPT,
+              cwd: scrub(cwd, { root: t.root }),
+            },
+            null,
+            2,
+          ) + '\n',
         );
       } finally {
         await stub.close();

@@ -19,9 +19,12 @@ import { shippedProfiles } from '../../../../../test/support/restore-homes.js';
 
 const ID = '29af4d39-f100-4752-a826-96172b71e0fa';
 const FIRST =
-  `{"uuid":"a","parentUuid":null,"sessionId":"${ID}","type":"user","cwd":"/src/proj","version":"0.24.4","message":{"role":"user","parts":[{"text":"hi ` +
+  `{"uuid":"a","parentUuid":null,"sessionId":"${ID}","type":"user","cwd":"/src/proj","version":"0.24.4",` +
+  '"message":{"role":"user","parts":[{"text":"hi ' +
   `ü"}]}}`;
-const TEXT = `${FIRST}\n{"uuid":"b","sessionId":"${ID}","type":"assistant","cwd":"/src/proj","message":{"role":"model","parts":[{"text":"ok"}]}}\n`;
+const TEXT =
+  `${FIRST}\n{"uuid":"b","sessionId":"${ID}","type":"assistant","cwd":"/src/proj",` +
+  '"message":{"role":"model","parts":[{"text":"ok"}]}}\n';
 
 let home: TestHome;
 let destination: string;
@@ -99,7 +102,7 @@ describe('Qwen Code restore', () => {
 });
 
 describe('Qwen Code restore through the engine', () => {
-  it('writes the rewritten transcript, records both digests in the plan, and a second restore finds it identical', async () => {
+  it('writes the rewritten transcript, records both digests in the plan; a second restore finds it same', async () => {
     const bundleFile = path.join(home.root, 'qwen.bundle');
     const bundle = await fixtureBundle('qwen', bundleFile);
     const captured = bundle.manifest.files[0]!;

@@ -24,7 +24,7 @@ const prompt = (text: string, kind = 'user') => ({
 const WIRE = 'wd_p_000000000000/session_1/agents/main/wire.jsonl';
 
 describe('Kimi Code transcript', () => {
-  it('reads prompts, text, tool calls and results; skips harness prompts, bookkeeping and lines that are not JSON', () => {
+  it('reads prompts, text, tool calls and results; skips harness prompts, bookkeeping and non-JSON lines', () => {
     const wire = jsonl(
       { type: 'metadata', protocol_version: '1.5' },
       prompt('Find the loader'),

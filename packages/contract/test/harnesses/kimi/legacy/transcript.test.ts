@@ -10,7 +10,7 @@ const jsonl = (...records: unknown[]) =>
   enc(records.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n'));
 
 describe('transcript reader', () => {
-  it('kimi: joins streamed text and tool arguments, and falls back to context.jsonl when the wire log has no turn', () => {
+  it('kimi: joins streamed text and tool arguments; falls back to context.jsonl when the wire log has no turn', () => {
     const wire = jsonl(
       { type: 'metadata', protocol_version: '1.9' },
       {
