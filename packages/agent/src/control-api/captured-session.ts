@@ -3,7 +3,6 @@ import type { CapturedSession as CapturedSessionAnswer } from '@blue-agent/contr
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { checkAnswer } from './client.js';
-export { fetchSigned } from './session-download.js';
 
 export type SharingMode = CapturedSessionAnswer['sharing_mode'];
 

@@ -15,7 +15,7 @@ import { describeNetworkError, safeUrl, scrubText } from './scrub.js';
 import { loadUndici } from './undici.js';
 
 /** Where a session's bundle is fetched from, with what to send and what to expect. */
-export interface SignedDownload {
+interface SignedDownload {
   url: string;
   headers: Record<string, string>;
   size?: number;

@@ -4,7 +4,7 @@ import { BlueError } from '@blue-agent/contract/errors.js';
 import { MIN_SESSION_PREFIX } from '@blue-agent/contract/util/session-ref.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { UploadError } from './errors.js';
-import { type CapturedSession, type SessionQuery } from './captured-session.js';
+import type { CapturedSession, SessionQuery } from './captured-session.js';
 
 /**
  * A network error, a timeout, a 5xx/408/429 or an answer that is not JSON: the Control API is not there (or not
