@@ -6,7 +6,7 @@
  */
 import { loadAgentConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { signOut, type SignedOut } from '../control-api/credentials.js';
+import { signOut, type SignedOut } from '../control-api/sign-out.js';
 import { TOKEN_ENV } from '../control-api/env.js';
 import { controlSettings } from '../control-api/settings.js';
 import { toBlueError } from '@blue-agent/contract/errors.js';

@@ -1,5 +1,6 @@
 /**
- * Signing this machine in with the device flow (RFC 8628), keeping its tokens fresh, and signing it out (RFC 7009).
+ * This machine's credentials: kept fresh here; got by the device flow (RFC 8628, `device-sign-in.ts`) and given up
+ * by a sign-out (RFC 7009, `sign-out.ts`).
  * The token file holds either a bare bearer token (`login --token-stdin`, BLUE_AGENT_TOKEN's format) or, after a device
  * sign-in, credentials: a short-lived access token, the refresh token that replaces it, and where to refresh. A refresh
  * runs under the credentials' lock and reads the file again first: refresh tokens are spent once, and two processes
@@ -8,13 +9,10 @@
 import { constants } from 'node:fs';
 import { chmod, lstat, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../context.js';
 import { BlueError } from '@blue-agent/contract/errors.js';
 import { withLock } from '../lock/lock.js';
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
-import type { DeviceAuthorization } from '@blue-agent/contract/schema/generated/control-device-authorization.js';
-import type { MetaharnessDiscovery } from '@blue-agent/contract/schema/generated/control-discovery.js';
 import type { TokenAnswer } from '@blue-agent/contract/schema/generated/control-token-answer.js';
 import { fsyncDir, randomHex } from '@blue-agent/contract/util/startup/fs-light.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
@@ -31,7 +29,7 @@ export const AGENT_SCOPES = [
 ];
 /** An access token this close to its expiry is refreshed first. */
 export const REFRESH_MARGIN_MS = 60_000;
-const TIMEOUT_MS = 15_000;
+export const TIMEOUT_MS = 15_000;
 
 export interface Credentials {
   version: 1;
@@ -44,7 +42,7 @@ export interface Credentials {
   scope: string;
 }
 
-const TOKEN = /^[A-Za-z0-9._~+/=-]{1,4096}$/;
+export const TOKEN = /^[A-Za-z0-9._~+/=-]{1,4096}$/;
 
 /** What the token file holds: credentials (JSON), else a bare token; undefined when it is not a credentials document.
  * */
@@ -148,7 +146,7 @@ async function refresh(ctx: Context, credentials: Credentials): Promise<Credenti
   }
 }
 
-function fromTokenAnswer(
+export function fromTokenAnswer(
   ctx: Context,
   answer: TokenAnswer,
   tokenEndpoint: string,
@@ -167,7 +165,7 @@ function fromTokenAnswer(
   };
 }
 
-function oauthError(body: unknown): { code?: string; description?: string } {
+export function oauthError(body: unknown): { code?: string; description?: string } {
   if (typeof body !== 'object' || body === null) return {};
   const { error, error_description: description } = body as { error?: unknown; error_description?: unknown };
   return {
@@ -176,167 +174,6 @@ function oauthError(body: unknown): { code?: string; description?: string } {
   };
 }
 
-export interface DeviceSignIn {
-  /** Shown to the person: where to go and the code to type. */
-  prompt(code: {
-    verification_uri: string;
-    verification_uri_complete?: string | undefined;
-    user_code: string;
-    expires_in: number;
-  }): void;
-  /** Aborts the wait (Ctrl-C). */
-  signal?: AbortSignal;
-}
-
-/**
- * The device flow against the Control API at `controlUrl`: discovery names the issuer (on the Control API's own
- * origin), the device code is asked for, the person approves it in a browser, and the token endpoint is polled at the
- * interval it asks for until it answers tokens, a denial or an expiry.
- */
-export async function deviceSignIn(ctx: Context, controlUrl: string, how: DeviceSignIn): Promise<Credentials> {
-  const client = await ControlClient.create({
-    controlUrl,
-    token: undefined,
-    tokenSource: 'the sign-in',
-    env: ctx.env,
-    userAgent: `blue-agent/${ctx.self.version}`,
-    timeoutMs: TIMEOUT_MS,
-  });
-  try {
-    const discovery = checkAnswer<MetaharnessDiscovery>(
-      validators.validateMetaharnessDiscovery,
-      await discover(client),
-      'GET /.well-known/metaharness',
-    );
-    const issuer = new URL(discovery.oauth.issuer);
-    if (issuer.origin !== client.origin) {
-      throw new BlueError(
-        'AUTH_FAILED',
-        `the Control API names an OAuth issuer on another origin (${issuer.origin}); refusing to sign in there`,
-        {
-          hint: `Check --control-url: the issuer must be on ${client.origin}.`,
-        },
-      );
-    }
-    const base = discovery.oauth.issuer.replace(/\/+$/, '');
-    const clientId = discovery.oauth.client_id;
-    const offered = new Set(discovery.oauth.scopes);
-    const scope = AGENT_SCOPES.filter((s) => offered.has(s)).join(' ');
-    const started = await client.postForm(new URL(`${base}/device/code`), {
-      client_id: clientId,
-      ...(scope === '' ? {} : { scope }),
-    });
-    if (started.status !== 200) throw signInRefused('the device code', started.status, oauthError(started.body));
-    const code = checkAnswer<DeviceAuthorization>(
-      validators.validateDeviceAuthorization,
-      started.body,
-      'the device authorization endpoint',
-    );
-    how.prompt({
-      verification_uri: printable(code.verification_uri),
-      verification_uri_complete:
-        code.verification_uri_complete === undefined ? undefined : printable(code.verification_uri_complete),
-      user_code: printable(code.user_code),
-      expires_in: code.expires_in,
-    });
-    const tokenEndpoint = `${base}/oauth2/token`;
-    let intervalMs = (code.interval ?? 5) * 1000;
-    const deadline = Date.now() + code.expires_in * 1000;
-    while (Date.now() < deadline) {
-      await sleep(intervalMs, undefined, how.signal === undefined ? {} : { signal: how.signal });
-      const polled = await client.postForm(new URL(tokenEndpoint), {
-        grant_type: DEVICE_GRANT,
-        device_code: code.device_code,
-        client_id: clientId,
-      });
-      if (polled.status === 200)
-        return fromTokenAnswer(
-          ctx,
-          checkAnswer<TokenAnswer>(validators.validateTokenAnswer, polled.body, 'the token endpoint'),
-          tokenEndpoint,
-          clientId,
-          null,
-        );
-      const error = oauthError(polled.body);
-      if (error.code === 'authorization_pending') continue;
-      if (error.code === 'slow_down') {
-        intervalMs += 5_000;
-        continue;
-      }
-      if (error.code === 'access_denied')
-        throw new BlueError('LOGIN_DENIED', 'the sign-in was denied in the browser', {
-          hint: 'Run `blue-agent login` again and approve the code if it is yours.',
-        });
-      if (error.code === 'expired_token') break;
-      throw signInRefused('the token', polled.status, error);
-    }
-    throw new BlueError('LOGIN_EXPIRED', 'the code expired before it was approved', {
-      hint: 'Run `blue-agent login` again and approve the new code within its time.',
-    });
-  } finally {
-    await client.close();
-  }
-}
-
-/** The discovery document; a server without one offers no device sign-in. */
-async function discover(client: ControlClient): Promise<unknown> {
-  try {
-    return await client.requestJson('GET', client.routeUrl('.well-known/metaharness'));
-  } catch (error) {
-    const status = (error as { status?: number }).status;
-    // The discovery route missing and the policy route too: not the Control API (its answer says so,
-    // CONTROL_URL_WRONG).
-    if (status === 404 && (await isWrongUrl(client))) throw error;
-    if (status === 404) {
-      throw new BlueError(
-        'AUTH_FAILED',
-        `the Control API at ${client.controlUrl} offers no device sign-in (GET /.well-known/metaharness answered 404)`,
-        {
-          hint:
-            'Check --control-url, or sign in with a token from an administrator: blue-agent login ' +
-            '--control-url URL --token-stdin < token-file.',
-        },
-      );
-    }
-    if (error instanceof BlueError && error.code === 'UPLOAD_FAILED' && status === undefined) {
-      throw new BlueError('CONTROL_API_UNREACHABLE', error.message, {
-        hint: 'Check the network and --control-url, then try again.',
-      });
-    }
-    throw error;
-  }
-}
-
-/**
- * After a 404 for discovery: whether the URL is not the Control API's at all (its policy route is missing too), rather
- * than a Control API without device sign-in (which answers that route, if only to ask for a token).
- */
-async function isWrongUrl(client: ControlClient): Promise<boolean> {
-  try {
-    await client.requestJson('GET', client.routeUrl('governance-config'));
-    return false;
-  } catch (error) {
-    return error instanceof BlueError && error.code === 'CONTROL_URL_WRONG';
-  }
-}
-
-function signInRefused(what: string, status: number, error: { code?: string; description?: string }): BlueError {
-  return new BlueError(
-    'AUTH_FAILED',
-    `the Control API refused ${what} (HTTP ${status}${error.code === undefined ? '' : `, ${error.code}`}` +
-      `${error.description === undefined ? '' : `: ${error.description}`})`,
-    {
-      hint:
-        'Check --control-url, or sign in with a token from an administrator: blue-agent login --control-url ' +
-        'URL --token-stdin.',
-    },
-  );
-}
-
-/**
- * Replaces the token file atomically: a new 0600 file beside it, then a rename. A symlink in its place is refused
- * rather than followed, so the token cannot be written wherever a link points.
- */
 export async function writeTokenFile(file: string, text: string): Promise<void> {
   const dir = path.dirname(file);
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -377,149 +214,4 @@ export async function writeTokenFile(file: string, text: string): Promise<void> 
   }
   await chmod(file, 0o600);
   await fsyncDir(dir);
-}
-
-/** What a sign-out found and did. */
-export interface SignedOut {
-  /** What the token file held: device credentials, a bare token (`login --token-stdin`), something unreadable, or
-   * nothing. */
-  held: 'device' | 'token' | 'unreadable' | 'nothing';
-  /** Whether the token file was removed. */
-  removed: boolean;
-  /** Revocation on the Control API: done, not asked for, or failed (with why). */
-  revocation: { state: 'revoked' | 'not_asked' | 'failed'; reason?: string };
-}
-
-/** A token file larger than this holds no credentials of ours; it is removed unread. */
-const MAX_TOKEN_FILE_BYTES = 64 * 1024;
-
-/**
- * Signs this machine out: revokes what the token file holds on the Control API when `revoke` says so for its kind
- * (best effort: a failure is reported, never thrown), then removes the file. Under the credentials' lock, so a
- * refresh running meanwhile cannot write the credentials back.
- */
-export async function signOut(
-  ctx: Context,
-  file: string,
-  controlUrl: string | undefined,
-  revoke: { device: boolean; token: boolean },
-): Promise<SignedOut> {
-  const found = await lstat(file).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw error;
-  });
-  if (found === undefined) return { held: 'nothing', removed: false, revocation: { state: 'not_asked' } };
-  if (!found.isFile()) {
-    throw new BlueError(
-      'UNSAFE_PATH',
-      `the token file ${file} is ${found.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}; it is left ` +
-        `alone`,
-      {
-        file,
-        hint: `Look at ${file} and remove it yourself if it is yours.`,
-      },
-    );
-  }
-  return withLock(ctx.paths.locksDir, `credentials:${file}`, async () => {
-    const text = found.size > MAX_TOKEN_FILE_BYTES ? undefined : await readFile(file, 'utf8').catch(() => undefined);
-    let held: SignedOut['held'] = 'unreadable';
-    let credentials: Credentials | undefined;
-    let token: string | undefined;
-    try {
-      credentials = text === undefined ? undefined : parseCredentials(text, file);
-      token = text === undefined || credentials !== undefined ? undefined : text.trim();
-      held = credentials !== undefined ? 'device' : token !== undefined && TOKEN.test(token) ? 'token' : 'unreadable';
-    } catch {
-      held = 'unreadable';
-    }
-    let revocation: SignedOut['revocation'] = { state: 'not_asked' };
-    if (held === 'device' && revoke.device) {
-      revocation = await revokeAt(
-        ctx,
-        new URL('revoke', credentials!.token_endpoint),
-        credentials!.refresh_token ?? credentials!.access_token,
-        credentials!.client_id,
-      );
-    } else if (held === 'token' && revoke.token) {
-      revocation =
-        controlUrl === undefined
-          ? { state: 'failed', reason: 'no Control API is configured to ask' }
-          : await revokeBareToken(ctx, controlUrl, token!);
-    } else if (held === 'unreadable' && (revoke.device || revoke.token)) {
-      revocation = { state: 'failed', reason: 'the token file holds nothing blue-agent can revoke' };
-    }
-    await unlink(file).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
-    await fsyncDir(path.dirname(file)).catch(() => undefined);
-    return { held, removed: true, revocation };
-  });
-}
-
-/** A token from `login --token-stdin`: revoked at the revocation endpoint of the issuer the Control API names. */
-async function revokeBareToken(ctx: Context, controlUrl: string, token: string): Promise<SignedOut['revocation']> {
-  const client = await ControlClient.create({
-    controlUrl,
-    token: undefined,
-    tokenSource: 'the sign-out',
-    env: ctx.env,
-    userAgent: `blue-agent/${ctx.self.version}`,
-    timeoutMs: TIMEOUT_MS,
-  });
-  let discovery: MetaharnessDiscovery;
-  try {
-    discovery = checkAnswer<MetaharnessDiscovery>(
-      validators.validateMetaharnessDiscovery,
-      await discover(client),
-      'GET /.well-known/metaharness',
-    );
-  } catch (error) {
-    return { state: 'failed', reason: error instanceof BlueError ? error.message : String(error) };
-  } finally {
-    await client.close();
-  }
-  const issuer = new URL(discovery.oauth.issuer);
-  if (issuer.origin !== client.origin)
-    return {
-      state: 'failed',
-      reason: `the Control API names an issuer on another origin (${issuer.origin}); the token was not sent there`,
-    };
-  return revokeAt(
-    ctx,
-    new URL(`${discovery.oauth.issuer.replace(/\/+$/, '')}/oauth2/revoke`),
-    token,
-    discovery.oauth.client_id,
-  );
-}
-
-/** RFC 7009 at `url`: 200 means the sign-in the token belongs to has ended (or was not known there). */
-async function revokeAt(ctx: Context, url: URL, token: string, clientId: string): Promise<SignedOut['revocation']> {
-  const client = await ControlClient.create({
-    controlUrl: url.href,
-    token: undefined,
-    tokenSource: 'the sign-out',
-    env: ctx.env,
-    userAgent: `blue-agent/${ctx.self.version}`,
-    timeoutMs: TIMEOUT_MS,
-  });
-  try {
-    const answer = await client.postForm(url, { token, client_id: clientId });
-    if (answer.status === 200) return { state: 'revoked' };
-    if (answer.status === 404 || answer.status === 405)
-      return {
-        state: 'failed',
-        reason: `the Control API does not revoke tokens (POST ${url.pathname} answered HTTP ${answer.status})`,
-      };
-    const error = oauthError(answer.body);
-    return {
-      state: 'failed',
-      reason:
-        `the Control API answered HTTP ${answer.status}` +
-        `${error.code === undefined ? '' : ` (${error.code}${error.description === undefined ? '' : `: ${error.description}`})`}`,
-    };
-  } catch (error) {
-    return { state: 'failed', reason: error instanceof BlueError ? error.message : String(error) };
-  } finally {
-    await client.close();
-  }
 }
