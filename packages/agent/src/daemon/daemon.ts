@@ -14,28 +14,27 @@
 import { loadAgentConfig, type AgentConfig } from '../config.js';
 import { controlSettings } from '../control-api/settings.js';
 import type { Context } from '../context.js';
-import { EXIT_TEMPFAIL, toBlueError } from '@blue-agent/contract/errors.js';
+import { toBlueError } from '@blue-agent/contract/errors.js';
 import { SpoolView } from '../spool/index.js';
-import { CorrectionBackoff, DEFAULT_CORRECTION_BACKOFF } from './backoff.js';
+import { DEFAULT_CORRECTION_BACKOFF } from './backoff.js';
 import { checkDrainSchedule, DEFAULT_DRAIN_SCHEDULE, DrainScheduler, spawnDrain, type DrainResult } from './drains.js';
 import { acquireInstanceLock, type InstanceLock } from './lock.js';
 import { createRunLogger, detectLogTarget, type RunLogger } from './log.js';
 import { DRIFT_CHECK_MS, SWEEP_MS, type DaemonOptions } from './options.js';
 import { DEFAULT_POLICY_PUSH, PolicyPush } from './policy-push.js';
 import { clientStatusBody, instanceId, type HarnessSummary } from './report.js';
-import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type CheckOutcome, type PolicyScheduleOptions } from './schedule.js';
+import { DEFAULT_POLICY_SCHEDULE, nextPolicyCheck, type PolicyScheduleOptions } from './schedule.js';
 import { writeRunState, type AgentRunState } from './state.js';
 import { SweepLoop } from './sweeps.js';
+import { PolicyChecks, readPolicyResult, recordCheck } from './policy-checks.js';
+import { correctedHarnesses, ReconcileQueue, type ReconcileTrigger } from './reconciles.js';
+import { reportDrain, reportStatus } from './run-reports.js';
 import { processTasks, taskError, type TaskRunner } from './task-process.js';
 import type { PolicyTaskResult, ReconcileTaskResult, StatusTaskResult, SweepTaskResult } from './tasks.js';
-import { ConfigWatcher } from './watcher.js';
+import { DriftRepair } from './drift.js';
 
 /** What the agent keeps of the policy in force. */
 type PolicyInForce = NonNullable<PolicyTaskResult['resolved']>;
-
-type ReconcileTrigger = 'start' | 'policy' | 'drift' | 'periodic' | 'reload';
-
-const TRIGGER_RANK: Record<ReconcileTrigger, number> = { periodic: 0, start: 1, reload: 2, drift: 3, policy: 4 };
 
 export class Daemon {
   readonly stopped: Promise<number>;
@@ -45,30 +44,23 @@ export class Daemon {
   private readonly rctx: Context;
   private readonly schedule: PolicyScheduleOptions;
   private readonly random: () => number;
-  private readonly watcher: ConfigWatcher;
+  private readonly drift: DriftRepair;
   private readonly drains: DrainScheduler;
   private readonly startedAt: number;
   /** The policy in force, as the last check left it: what each reconcile applies. */
   private readonly snapshot: string;
 
   private stopping = false;
-  private policyTimer: NodeJS.Timeout | undefined;
   private fullTimer: NodeJS.Timeout | undefined;
-  private driftCheckTimer: NodeJS.Timeout | undefined;
-  private driftTimer: NodeJS.Timeout | undefined;
-  private readonly corrections: CorrectionBackoff;
   private readonly push: PolicyPush | undefined;
-  private checking: Promise<void> | undefined;
-  private checkAgain = false;
-  private reconciling: Promise<void> | undefined;
-  private pendingReconcile: ReconcileTrigger | undefined;
+  private readonly policyChecks: PolicyChecks;
+  private readonly reconciles: ReconcileQueue;
 
   private resolved: PolicyInForce | undefined;
   private readonly tasks: TaskRunner;
   private policyKey: string | undefined;
   /** False while a required policy has gone stale: managed hooks then stay exactly as they are. */
   private policyUsable = false;
-  private failures = 0;
   private lastReport: { harnesses: HarnessSummary[] } | undefined;
   private statusPending = false;
   private state: AgentRunState;
@@ -93,6 +85,18 @@ export class Daemon {
     this.tasks = (options.tasks ?? ((c) => processTasks(c)))(this.rctx);
     this.schedule = { ...DEFAULT_POLICY_SCHEDULE, ...options.policySchedule };
     this.random = options.random ?? Math.random;
+    this.policyChecks = new PolicyChecks({
+      run: () => this.runPolicyCheck(),
+      schedule: this.schedule,
+      random: this.random,
+      log: this.log,
+      stopping: () => this.stopping,
+    });
+    this.reconciles = new ReconcileQueue(
+      (trigger) => this.runReconcile(trigger),
+      this.log,
+      () => this.stopping,
+    );
     this.startedAt = ctx.clock.now();
     this.snapshot = ctx.paths.policySnapshotFile;
     this.state = {
@@ -103,10 +107,13 @@ export class Daemon {
       drain_schedule: drainSchedule,
       log: this.log.target.kind === 'stdout' ? 'stdout' : this.log.target.file,
     };
-    this.watcher = new ConfigWatcher({
-      debounceMs: options.debounceMs ?? 1_000,
+    this.drift = new DriftRepair({
       log: this.log,
-      onChange: (files) => this.onDrift(files),
+      reconcile: () => this.reconciles.request('drift'),
+      stopping: () => this.stopping,
+      debounceMs: options.debounceMs ?? 1_000,
+      checkMs: options.driftCheckMs ?? DRIFT_CHECK_MS,
+      backoff: { ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff },
       ...(options.watch === undefined ? {} : { watch: options.watch }),
     });
     this.sweeps = new SweepLoop({
@@ -127,7 +134,6 @@ export class Daemon {
       },
       ...(options.watchSessions === undefined ? {} : { watch: options.watchSessions }),
     });
-    this.corrections = new CorrectionBackoff({ ...DEFAULT_CORRECTION_BACKOFF, ...options.correctionBackoff });
     this.push =
       options.policyPush === false
         ? undefined
@@ -188,8 +194,11 @@ export class Daemon {
       await this.shutdown('start-failed');
       throw error;
     }
-    this.fullTimer = setInterval(() => this.requestReconcile('periodic'), this.options.fullReconcileMs ?? 60 * 60_000);
-    this.driftCheckTimer = setInterval(() => void this.checkDrift(), this.options.driftCheckMs ?? DRIFT_CHECK_MS);
+    this.fullTimer = setInterval(
+      () => this.reconciles.request('periodic'),
+      this.options.fullReconcileMs ?? 60 * 60_000,
+    );
+    this.drift.start();
     void this.checkPolicy();
     await this.subscribe(settings);
     if (await new SpoolView(this.ctx.paths).hasWork()) this.drains.request('start');
@@ -222,54 +231,15 @@ export class Daemon {
 
   /** Asks the Control API now (SIGHUP does, after reloading the config). */
   checkPolicy(): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    if (this.checking !== undefined) {
-      this.checkAgain = true;
-      return this.checking;
-    }
-    clearTimeout(this.policyTimer);
-    this.policyTimer = undefined;
-    let nextDelay: number | undefined;
-    this.checking = this.runPolicyCheck()
-      .then((delayMs) => {
-        nextDelay = delayMs;
-      })
-      .catch((error: unknown) => {
-        // Whatever went wrong, the next check is still scheduled: as after a failed fetch.
-        const next = nextPolicyCheck(this.failures, { ok: false }, this.schedule, this.random);
-        this.failures = next.failures;
-        nextDelay = next.delayMs;
-        this.log.error('policy check crashed; will be retried', {
-          error: String(error),
-          next_check_in_ms: next.delayMs,
-        });
-      })
-      .finally(() => {
-        this.checking = undefined;
-        if (this.stopping) return;
-        if (this.checkAgain) {
-          this.checkAgain = false;
-          void this.checkPolicy();
-          return;
-        }
-        clearTimeout(this.policyTimer);
-        this.policyTimer = setTimeout(() => void this.checkPolicy(), nextDelay ?? this.schedule.backoffBaseMs);
-      });
-    return this.checking;
+    return this.policyChecks.check();
   }
 
   /**
    * Compares every watched file with what the agent left (a `stat` each, nothing read): a change that no watch event
    * reported starts the usual drift reconcile. Resolves with the files found changed.
    */
-  async checkDrift(): Promise<string[]> {
-    if (this.stopping) return [];
-    const files = await this.watcher.check().catch((error: unknown) => {
-      this.log.warn('drift check failed', { error: String(error) });
-      return [];
-    });
-    if (files.length > 0) this.log.info('drift check found changed files', { files });
-    return files;
+  checkDrift(): Promise<string[]> {
+    return this.drift.check();
   }
 
   /** SIGHUP: reads config.yaml again; a bad file is reported and the config in force is kept. */
@@ -313,13 +283,12 @@ export class Daemon {
   private async shutdown(reason: string): Promise<void> {
     this.stopping = true;
     this.log.info('stopping', { reason });
-    clearTimeout(this.policyTimer);
+    this.policyChecks.halt();
     clearInterval(this.fullTimer);
-    clearInterval(this.driftCheckTimer);
-    clearTimeout(this.driftTimer);
+    this.drift.halt();
     this.sweeps.halt();
-    this.pendingReconcile = undefined;
-    await this.watcher.close().catch(() => undefined);
+    this.reconciles.clear();
+    await this.drift.close();
     await this.sweeps.close();
     await this.push?.stop();
     // Bounded, in parallel (the unit's TimeoutStopSec is 30 s; all of this stays under about 20 s):
@@ -330,11 +299,13 @@ export class Daemon {
       this.drains
         .stop(this.options.drainGraceMs ?? 5_000, this.options.drainKillMs ?? 5_000)
         .catch((error: unknown) => this.log.error('stopping the drain failed', { error: String(error) })),
-      this.reconciling === undefined ? undefined : within(this.reconciling, this.options.reconcileStopMs ?? 8_000),
+      this.reconciles.inFlight === undefined
+        ? undefined
+        : within(this.reconciles.inFlight, this.options.reconcileStopMs ?? 8_000),
       this.sweeps.inFlight === undefined
         ? undefined
         : within(this.sweeps.inFlight, this.options.reconcileStopMs ?? 8_000),
-      this.checking === undefined ? undefined : within(this.checking, 2_000),
+      this.policyChecks.inFlight === undefined ? undefined : within(this.policyChecks.inFlight, 2_000),
     ]);
     // A step child still running (a hung reconcile or check, a client status) is stopped: SIGTERM, then SIGKILL.
     const left = await this.tasks.stop?.(this.options.taskKillMs ?? 2_000).catch(() => 0);
@@ -349,8 +320,6 @@ export class Daemon {
 
   /** One check; resolves with when the next one is due (ms). */
   private async runPolicyCheck(): Promise<number> {
-    let outcome: CheckOutcome;
-    let lastError: { code: string; message: string } | undefined;
     const now = this.ctx.clock.now();
     let result: PolicyTaskResult;
     try {
@@ -358,88 +327,33 @@ export class Daemon {
     } catch (error) {
       result = { error: taskError(error) };
     }
-    const { resolved, unavailable } = result;
+    const { outcome, lastError, usable } = readPolicyResult(result, this.log);
+    if (usable !== undefined) this.policyUsable = usable;
+    const { resolved } = result;
     if (resolved !== undefined) {
-      this.policyUsable = true;
-      if (resolved.source === 'cached') {
-        outcome = { ok: false, retryAfterMs: unavailable?.retryAfterMs };
-        lastError = { code: 'POLICY_UNREACHABLE', message: `Control API ${unavailable?.reason ?? 'unavailable'}` };
-        this.log.warn('Control API unavailable: using the last-known-good policy', {
-          revision: resolved.revision,
-          reason: unavailable?.reason ?? null,
-          age_seconds: resolved.ageSeconds ?? null,
-          stale: resolved.stale,
-        });
-      } else {
-        outcome = { ok: true, ttlSeconds: resolved.ttlSeconds };
-      }
-      for (const warning of resolved.warnings)
-        if (resolved.source !== 'cached' || !warning.startsWith('Control API')) this.log.warn(warning);
       const changed = resolved.key !== this.policyKey;
       this.resolved = resolved;
       if (changed) {
         this.policyKey = resolved.key;
         this.log.info('policy revision in force', { revision: resolved.revision, source: resolved.source });
-        this.requestReconcile('policy');
+        this.reconciles.request('policy');
       } else if (this.statusPending && outcome.ok && this.lastReport !== undefined) {
         await this.sendStatus(this.lastReport.harnesses, new Set());
       }
-    } else {
-      const error = result.error ?? { code: 'INTERNAL', message: 'the policy check gave no answer' };
-      outcome = { ok: false, retryAfterMs: unavailable?.retryAfterMs };
-      lastError = error;
-      // A required policy gone stale, or a revision this blue-agent may not apply (another major pinned: the cached
-      // copy is gone too; a newer contract or missing capabilities): change nothing until that changes.
-      if (
-        error.code === 'POLICY_STALE' ||
-        error.code === 'CLIENT_VERSION_MISMATCH' ||
-        error.code === 'POLICY_INCOMPATIBLE'
-      )
-        this.policyUsable = false;
-      this.log.warn('policy check failed', { code: error.code, error: error.message });
     }
-    const next = nextPolicyCheck(this.failures, outcome, this.schedule, this.random);
-    this.failures = next.failures;
-    const checkedAt = this.ctx.clock.now();
-    const fields = {
-      ok: outcome.ok,
-      revision: this.resolved?.revision ?? null,
-      source: this.resolved?.source ?? null,
-      failures: next.failures,
-      next_check_in_ms: next.delayMs,
-      basis: next.basis,
-      ...(outcome.ok ? {} : { retry_after_ms: outcome.retryAfterMs ?? null }),
-    };
-    if (outcome.ok) this.log.info('policy checked', fields);
-    else this.log.warn('policy check will be retried', fields);
-    this.state.policy = {
-      revision: this.resolved?.revision ?? this.state.policy?.revision ?? 'unknown',
-      source: this.resolved?.source ?? 'cached',
-      ...(this.resolved?.fetchedAt === undefined ? {} : { fetched_at_unix_ms: this.resolved.fetchedAt }),
-      failures: next.failures,
-      next_check_at_unix_ms: checkedAt + next.delayMs,
-      checked_at_unix_ms: now,
-      ...(lastError === undefined ? {} : { last_error: lastError }),
-    };
+    const next = nextPolicyCheck(this.policyChecks.failures, outcome, this.schedule, this.random);
+    this.policyChecks.failures = next.failures;
+    this.state.policy = recordCheck(this.log, {
+      outcome,
+      next,
+      resolved: this.resolved,
+      previous: this.state.policy,
+      startedAt: now,
+      checkedAt: this.ctx.clock.now(),
+      ...(lastError === undefined ? {} : { lastError }),
+    });
     await this.saveState();
     return next.delayMs;
-  }
-
-  private requestReconcile(trigger: ReconcileTrigger): void {
-    if (this.stopping) return;
-    if (this.reconciling !== undefined) {
-      if (this.pendingReconcile === undefined || TRIGGER_RANK[trigger] > TRIGGER_RANK[this.pendingReconcile])
-        this.pendingReconcile = trigger;
-      return;
-    }
-    this.reconciling = this.runReconcile(trigger)
-      .catch((error: unknown) => this.log.error('reconcile crashed', { error: String(error) }))
-      .finally(() => {
-        this.reconciling = undefined;
-        const next = this.pendingReconcile;
-        this.pendingReconcile = undefined;
-        if (next !== undefined) this.requestReconcile(next);
-      });
   }
 
   private async runReconcile(trigger: ReconcileTrigger): Promise<void> {
@@ -451,57 +365,28 @@ export class Daemon {
     const at = this.ctx.clock.now();
     let result: ReconcileTaskResult;
     // Changes seen while the step writes are judged against what it leaves (its fingerprints), not before.
-    this.watcher.hold();
+    this.drift.watcher.hold();
     try {
       result = (await this.tasks({ task: 'reconcile', snapshot: this.snapshot })) as ReconcileTaskResult;
     } catch (error) {
       result = { ok: false, harnesses: [], watch: [], error: taskError(error) };
     }
-    if (result.watch.length > 0) await this.watcher.setFiles(result.watch);
+    if (result.watch.length > 0) await this.drift.watcher.setFiles(result.watch);
     // A step that crashed left no fingerprints: what was remembered before stays, so its drift is not forgotten.
-    await this.watcher.remember(result.fingerprints);
+    await this.drift.watcher.remember(result.fingerprints);
     if (result.error !== undefined) {
       this.log.error('reconcile failed', { trigger, code: result.error.code, error: result.error.message });
       this.state.last_reconcile = { at_unix_ms: at, ok: false, corrected: [], error: result.error, trigger };
       await this.saveState();
       return;
     }
-    const corrected = new Set<string>();
-    for (const h of result.harnesses) {
-      if (h.action === 'unchanged') continue;
-      if (h.action === 'error') {
-        this.log.warn('harness not reconciled', {
-          trigger,
-          harness: h.harness,
-          state: h.state,
-          reason: h.reason,
-          files: h.files,
-        });
-        continue;
-      }
-      // A correction: the harness is as it was (same state, same version), yet its file needed changing — somebody or
-      // something changed what the agent manages. A harness installed, upgraded or removed is an update, not drift.
-      const before = this.lastReport?.harnesses.find((p) => p.harness === h.harness);
-      if (trigger !== 'policy' && before !== undefined && before.state === h.state && before.version === h.version) {
-        corrected.add(h.harness);
-        this.corrections.corrected(h.files, Date.now());
-        this.log.warn('drift corrected', {
-          trigger,
-          harness: h.harness,
-          action: h.action,
-          state: h.state,
-          files: h.files,
-        });
-      } else {
-        this.log.info('hooks updated', {
-          trigger,
-          harness: h.harness,
-          action: h.action,
-          state: h.state,
-          files: h.files,
-        });
-      }
-    }
+    const corrected = correctedHarnesses(
+      this.log,
+      trigger,
+      result.harnesses,
+      this.lastReport?.harnesses,
+      this.drift.corrections,
+    );
     this.lastReport = { harnesses: result.harnesses };
     this.log.info('reconciled', {
       trigger,
@@ -545,85 +430,14 @@ export class Daemon {
     } catch (error) {
       result = { ok: false, error: taskError(error) };
     }
-    if (result.ok) {
-      this.statusPending = false;
-      this.state.last_status_report = { at_unix_ms: at, ok: true };
-      this.log.info('client status reported', { revision: this.resolved?.revision ?? null, corrected: [...corrected] });
-    } else {
-      this.statusPending = true;
-      this.state.last_status_report = {
-        at_unix_ms: at,
-        ok: false,
-        ...(result.error === undefined ? {} : { error: result.error.message }),
-      };
-      this.log.warn('client status not reported; will try again', {
-        code: result.error?.code ?? null,
-        error: result.error?.message ?? null,
-      });
-    }
+    this.statusPending = !result.ok;
+    this.state.last_status_report = reportStatus(this.log, result, at, this.resolved?.revision, corrected);
     await this.saveState();
   }
 
   private async onDrain(result: DrainResult): Promise<void> {
-    const s = result.summary;
-    const fields = {
-      trigger: result.trigger,
-      ok: result.ok,
-      ms: result.finished_at_unix_ms - result.started_at_unix_ms,
-      ...(s === undefined
-        ? {}
-        : {
-            built: s.built,
-            uploaded: s.uploaded,
-            failed: s.failed,
-            retried: s.retried,
-            left: s.left,
-            left_ready: s.left_ready,
-          }),
-      ...(s?.held === undefined ? {} : { held: s.held.length }),
-      ...(result.interrupted ? { interrupted: true } : {}),
-      ...(result.released.length > 0 ? { released: result.released } : {}),
-      ...(result.error === undefined ? {} : { error: result.error }),
-    };
-    if (result.ok) this.log.info('drain finished', fields);
-    // Nothing failed: another drain (one a capture started) holds records, and reports them itself.
-    else if (result.exit_code === EXIT_TEMPFAIL)
-      this.log.info('drain finished; another drain holds some records', fields);
-    else this.log.warn('drain finished with problems', fields);
-    this.state.last_drain = {
-      at_unix_ms: result.finished_at_unix_ms,
-      ok: result.ok,
-      trigger: result.trigger,
-      uploaded: s?.uploaded ?? 0,
-      built: s?.built ?? 0,
-      failed: s?.failed ?? 0,
-      interrupted: result.interrupted,
-    };
+    this.state.last_drain = reportDrain(this.log, result);
     await this.saveState();
-  }
-
-  /** A watched file changed (and is not as the agent left it). */
-  private onDrift(files: string[]): void {
-    if (this.stopping) return;
-    const wait = this.corrections.delayFor(files, Date.now());
-    if (wait.delayMs > 0) {
-      // The agent corrected this file moments ago and something changed it again: do not fight it in a tight loop.
-      this.log.warn('drift correction delayed: the file keeps changing', {
-        files,
-        file: wait.file,
-        corrections: wait.corrections,
-        delay_ms: wait.delayMs,
-      });
-      if (this.driftTimer === undefined) {
-        this.driftTimer = setTimeout(() => {
-          this.driftTimer = undefined;
-          this.requestReconcile('drift');
-        }, wait.delayMs);
-      }
-      return;
-    }
-    this.log.info('managed config changed', { files });
-    this.requestReconcile('drift');
   }
 
   private async saveState(final = false): Promise<void> {
