@@ -16,8 +16,7 @@ import type { SessionDetail as SessionDetailAnswer } from '@blue-agent/contract/
 import type { SessionSharing } from '@blue-agent/contract/schema/generated/control-sharing-state.js';
 import type { SharingUpdated } from '@blue-agent/contract/schema/generated/control-sharing-updated.js';
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
-import { RECORD_FORMAT } from '@blue-agent/contract/bundle/record.js';
-import { FULL_SESSION_ID, MIN_SESSION_PREFIX, SESSION_ID_PREFIX } from '@blue-agent/contract/util/session-ref.js';
+import { FULL_SESSION_ID, MIN_SESSION_PREFIX } from '@blue-agent/contract/util/session-ref.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { checkAnswer, type ControlClient, unusableAnswer } from './client.js';
 import { controlClient } from './settings.js';
@@ -47,31 +46,18 @@ export {
   parseSession,
   sessionLabel,
 } from './captured-session.js';
-import {
-  recipientsUnknown,
-  deleteError,
-  sharingError,
-  aRecord,
-  expiredSession,
-  tooLarge,
-  malformedId,
-  ambiguous,
-  notResumable,
-  notFound,
-  readError,
-} from './session-errors.js';
+import { recipientsUnknown, deleteError, sharingError, tooLarge, readError } from './session-errors.js';
+
+import { MAX_PAGES, resolveForResume, resolveSession } from './session-ids.js';
 
 export { printable };
 
 /** Session ids are UUIDs; people may type the first 8 or more characters (util/session-ref.ts, the dashboard's rule
  * too). */
 const FULL_ID = FULL_SESSION_ID;
-const ID_PREFIX = SESSION_ID_PREFIX;
 export const MIN_PREFIX = MIN_SESSION_PREFIX;
 /** The contract's largest page. */
 const PAGE_LIMIT = 100;
-/** At most this many pages are walked for one listing. */
-const MAX_PAGES = 50;
 /** Blue's server refuses longer searches (`q` of members and listings). */
 const MAX_QUERY = 200;
 
@@ -261,70 +247,13 @@ export class SessionsApi {
   }
 
   /** The session a full id names (its detail), or a prefix of at least 8 characters names among what `query` lists. */
-  async resolve(idOrPrefix: string, query: Omit<SessionQuery, 'id_prefix'> = {}): Promise<CapturedSession> {
-    const id = idOrPrefix.trim().toLowerCase();
-    if (FULL_ID.test(id)) {
-      const { session } = await this.detail(id);
-      if (query.harness !== undefined && session.harness !== query.harness) throw notFound(idOrPrefix, query);
-      return session;
-    }
-    if (!ID_PREFIX.test(id)) throw malformedId(idOrPrefix);
-    const found = await this.byPrefix(id, query);
-    if (found.items.length === 0) throw notFound(idOrPrefix, query);
-    if (found.items.length > 1) throw ambiguous(id, found);
-    return found.items[0]!;
+  resolve(idOrPrefix: string, query: Omit<SessionQuery, 'id_prefix'> = {}): Promise<CapturedSession> {
+    return resolveSession(this, idOrPrefix, query);
   }
 
-  /**
-   * The sessions whose id starts with `prefix`: our server filters (`id_prefix`), Blue's does not, so pages are walked
-   * (bounded) and filtered here until the listing ends or two are found.
-   */
-  private async byPrefix(
-    prefix: string,
-    query: Omit<SessionQuery, 'id_prefix'>,
-  ): Promise<{ items: CapturedSession[]; more: boolean }> {
-    const found: CapturedSession[] = [];
-    let cursor: string | undefined;
-    for (let pages = 0; pages < MAX_PAGES; pages++) {
-      const page = await this.page(
-        {
-          ...(query.resumable === true ? { resumable: true } : {}),
-          ...(query.harness === undefined ? {} : { harness: query.harness }),
-          id_prefix: prefix,
-        },
-        cursor,
-      );
-      found.push(...page.items);
-      if (found.length > 5 || page.next_cursor === null) return { items: found, more: page.next_cursor !== null };
-      cursor = page.next_cursor;
-    }
-    return { items: found, more: true };
-  }
-
-  /**
-   * The session `resume` may restore: one the caller owns or that was shared with them, resumable (what the
-   * `resumable=true` listing holds), by full id or a prefix of at least 8 characters. Malformed, not found, ambiguous,
-   * not resumable and past retention are distinct errors.
-   */
-  async resolveForResume(idOrPrefix: string): Promise<CapturedSession> {
-    const id = idOrPrefix.trim().toLowerCase();
-    if (!FULL_ID.test(id) && !ID_PREFIX.test(id)) throw malformedId(idOrPrefix);
-    // The server decides what is owned or shared (administrators included); only then is "resumable" looked at.
-    const picker = await this.byPrefix(id, { resumable: true });
-    if (picker.items.length > 1) throw ambiguous(id, picker);
-    const resumable = picker.items[0];
-    if (resumable === undefined) {
-      // Visible but not in the picker: marked not resumable, or (for an administrator) neither owned nor shared.
-      const visible = await this.byPrefix(id, {}).catch(() => ({ items: [] as CapturedSession[], more: false }));
-      const marked = visible.items.length === 1 ? visible.items[0] : undefined;
-      if (marked === undefined || marked.resumable) throw notFound(idOrPrefix, { resumable: true });
-      if (marked.artifact_format === RECORD_FORMAT) throw aRecord(marked);
-      throw notResumable(marked, 'its upload is marked as not resumable (its harness or profile could not restore it)');
-    }
-    if (this.expired(resumable)) throw expiredSession(resumable);
-    if (resumable.status !== null && resumable.status !== 'complete')
-      throw notResumable(resumable, `its current upload is ${resumable.status}, not complete`);
-    return resumable;
+  /** The session `resume` may restore (`resolveForResume` of session-ids.ts). */
+  resolveForResume(idOrPrefix: string): Promise<CapturedSession> {
+    return resolveForResume(this, idOrPrefix);
   }
 
   /** GET /session-uploads/{id}/sharing: anyone who may see the session may read it; `can_edit` is the owner's. */
