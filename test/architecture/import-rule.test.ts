@@ -349,7 +349,7 @@ describe('the import rule', () => {
     expect(has(`${C}/profiles/index.ts`, `${C}/schema/generated/harness-names.ts`)).toBe(true); // export … from
     expect(has(`${S}/search-text.ts`, `${C}/harnesses/index.ts`)).toBe(true);
     expect(has(`${A}/harnesses/claude/index.ts`, `${C}/harnesses/claude/transcript.ts`)).toBe(true);
-    expect(has(`${S}/routes.ts`, `${S}/web/account.tsx`)).toBe(true); // to a .tsx
+    expect(has(`${S}/routes/table.ts`, `${S}/web/account.tsx`)).toBe(true); // to a .tsx
     expect(has(`${S}/web/account.tsx`, `${S}/route-context.ts`)).toBe(true); // from a .tsx
     expect(
       importsOf(

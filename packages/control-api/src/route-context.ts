@@ -1,6 +1,6 @@
 /**
  * What every route handler gets: the server's state and settings (`RouteContext`), and the request with its caller
- * (`Request`), which the server has authenticated before the handler runs. The routes themselves are in routes.ts,
+ * (`Request`), which the server has authenticated before the handler runs. The routes themselves are in routes/,
  * the pages in web/, the sign-in endpoints in identity/.
  */
 import type { IncomingMessage } from 'node:http';

@@ -19,7 +19,7 @@ import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
 import { SearchIndexer } from './search-indexer.js';
 import type { RouteContext } from './route-context.js';
-import { ROUTES } from './routes.js';
+import { ROUTES } from './routes/index.js';
 import type { ApiScope, ControlStore, User } from './store/index.js';
 import { storeUnavailable } from './store/unavailable.js';
 import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/settings.js';
