@@ -12,7 +12,7 @@ import { accountPage, revokeOwnToken } from '../web/account.js';
 import { adminAudit, adminClients, adminHome, adminRevokeToken, adminSetRole, adminUsers } from '../web/admin.js';
 import { adminPolicy, adminPolicyPreview, adminPolicyPublish } from '../web/policy.js';
 import { serveAsset } from '../web/assets.js';
-import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPage } from '../web/sessions.js';
+import { sessionDelete, sessionDownload, sessionPage, sessionSharing, sessionsPage } from '../web/sessions/index.js';
 import { redirect as redirectPage } from '../web/http.js';
 import { deviceDecision, devicePage, signInLinkPage, signInPage, signInWithLink, signOut } from '../web/sign-in.js';
 import type { ProviderSignIn, Request, RouteContext } from '../route-context.js';

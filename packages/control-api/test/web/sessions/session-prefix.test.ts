@@ -2,14 +2,19 @@
  * A session page's address by the start of an id that several sessions share, on both databases: a page that lists
  * them (409), each linked, only among the sessions the person may see. Session ids are random, and two sharing their
  * first 8 characters are too rare to wait for: this file has the store mint ids that all start alike (the rest of
- * each id stays random, so ids stay unique). test/control-plane/web/dashboard.test.ts covers the other addresses.
+ * each id stays random, so ids stay unique). test/web/dashboard.test.ts covers the other addresses.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { BACKENDS, startTestServer, type TestServer, type TestUser } from '../../../../test/support/control-server.js';
-import { conversationBundle } from '../../../../test/support/conversation-bundle.js';
+import {
+  BACKENDS,
+  startTestServer,
+  type TestServer,
+  type TestUser,
+} from '../../../../../test/support/control-server.js';
+import { conversationBundle } from '../../../../../test/support/conversation-bundle.js';
 
 const SHARED = '5eed5eed';
 vi.mock('node:crypto', async (original) => {
