@@ -6,14 +6,17 @@
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants, createReadStream, statSync, type Stats } from 'node:fs';
-import { access, mkdir, open, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { access, mkdir, rename, stat, unlink } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { BlueError, isSystemError } from '@blue-agent/contract/errors.js';
-import { fsyncDir, writeBuffers } from '@blue-agent/contract/util/fs.js';
+import { BlueError } from '@blue-agent/contract/errors.js';
 import { assertValidKey, assertValidObject, hexToBase64, isValidKey } from './keys.js';
 import type { BlobStore, SignedRequest, StoredObject, UploadGate } from './types.js';
+import { admitted, sendError, storageFailure, unavailable } from './local-answers.js';
+import { loadOrCreateSecret } from './local-secret.js';
+import { LocalFolders } from './local-folders.js';
+import { batchedWriter, hashCopy } from './local-write.js';
 
 export interface LocalBlobStoreOptions {
   dir: string;
@@ -27,145 +30,6 @@ export interface LocalBlobStoreOptions {
 
 /** Sent by clients of both stores; the local store checks it against the signed digest when present. */
 const CHECKSUM_HEADER = 'x-amz-checksum-sha256';
-/**
- * The bytes of an upload gathered before they are written. Written chunk by chunk, each 64 KiB socket read waited for
- * its own trip through the thread pool and an upload went at the pace of those trips; batches of this size make far
- * fewer (bench/upload.mjs). An upload holds two
- * batches at most: the one being written and the one filling.
- */
-const WRITE_BATCH = 512 * 1024;
-const WRITE_BATCH_CHUNKS = 256;
-
-async function loadOrCreateSecret(dir: string): Promise<Buffer> {
-  const file = path.join(dir, '.secret');
-  try {
-    const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await handle.writeFile(randomBytes(32).toString('hex'), 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fsyncDir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const text = (await readFile(file, 'utf8')).trim();
-  // A concurrent first start may read the file before the other process has written it.
-  if (!/^[0-9a-f]{64}$/.test(text)) {
-    throw new BlueError('CONFIG_INVALID', `${file} does not hold a blob URL secret`, {
-      file,
-      hint: 'Delete the file and restart the server; outstanding blob URLs stop working.',
-    });
-  }
-  return Buffer.from(text, 'hex');
-}
-
-/**
- * Writes the chunks pushed to it (an upload's socket reads, 64 KiB at most each) in batches of WRITE_BATCH bytes or
- * WRITE_BATCH_CHUNKS chunks, whichever comes first, one batch on the thread pool while the next fills: memory stays
- * within two batches, and a client trickling bytes cannot make a batch of thousands of tiny Buffers.
- */
-export function batchedWriter(handle: Pick<FileHandle, 'write' | 'writev'>): {
-  push(chunk: Buffer): Promise<void>;
-  end(): Promise<void>;
-  settled(): Promise<void>;
-} {
-  let batch: Buffer[] = [];
-  let bytes = 0;
-  let writing: Promise<void> | undefined;
-  const flush = async (): Promise<void> => {
-    await writing;
-    const buffers = batch;
-    batch = [];
-    bytes = 0;
-    writing = writeBuffers(handle, buffers);
-    // Its failure is taken where it is awaited; until then it must not count as an unhandled rejection.
-    writing.catch(() => undefined);
-  };
-  return {
-    async push(chunk) {
-      batch.push(chunk);
-      bytes += chunk.length;
-      if (bytes >= WRITE_BATCH || batch.length >= WRITE_BATCH_CHUNKS) await flush();
-    },
-    async end() {
-      await flush();
-      await writing;
-    },
-    /** Once no write is under way, whatever its outcome: before the file is closed. */
-    async settled() {
-      await writing?.catch(() => undefined);
-    },
-  };
-}
-
-/** File-system calls of an upload: an error from one of them is the store's, not the request's. */
-const STORAGE_CALLS = new Set(['open', 'mkdir', 'write', 'fsync', 'fdatasync', 'close', 'rename', 'stat']);
-
-/** The error code when `error` is the store's own failure (not the client's body or connection). */
-function storageFailure(error: unknown): string | undefined {
-  if (error instanceof BlueError) return error.code === 'IO_ERROR' ? error.code : undefined;
-  return isSystemError(error) && error.syscall !== undefined && STORAGE_CALLS.has(error.syscall)
-    ? error.code
-    : undefined;
-}
-
-/**
- * The store's own failure (a full or broken disk) is not the body's: answered 503, which the client tries again
- * later, with the error code and no server path.
- */
-function unavailable(response: ServerResponse, code: string): void {
-  sendError(
-    response,
-    503,
-    'STORAGE_UNAVAILABLE',
-    `the blob store could not keep the upload (${code}); try again later`,
-  );
-}
-
-/**
- * Whether the Control API still wants bytes at `key`; when not, the upload is answered: 410 for a validly signed URL
- * whose session was deleted (or whose upload expired or failed), 503 when the database cannot tell now.
- */
-async function admitted(response: ServerResponse, uploads: UploadGate, key: string): Promise<boolean> {
-  let wanted: boolean;
-  try {
-    wanted = await uploads.wanted(key);
-  } catch {
-    sendError(
-      response,
-      503,
-      'STORAGE_UNAVAILABLE',
-      'the Control API cannot tell now whether this upload is still wanted; try again later',
-    );
-    return false;
-  }
-  if (!wanted)
-    sendError(
-      response,
-      410,
-      'UPLOAD_GONE',
-      'this upload URL takes no bytes any more: the session it was signed for was deleted, or its upload expired ' +
-        'or failed',
-    );
-  return wanted;
-}
-
-function sendError(response: ServerResponse, status: number, code: string, message: string): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  const body = JSON.stringify({ error: message, code });
-  // The request body may be unread; closing the connection keeps it from being parsed as the next request.
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-    connection: 'close',
-  });
-  response.end(body);
-}
 
 export async function createLocalBlobStore(options: LocalBlobStoreOptions): Promise<BlobStore> {
   const dir = path.resolve(options.dir);
@@ -208,41 +72,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
   const fileOf = (key: string): string => path.join(dir, ...key.split('/'));
 
-  /** Folders known to exist: a new object's folder is made once, not on every upload. */
-  const folders = new Set<string>();
-  async function openNew(file: string): Promise<FileHandle> {
-    const folder = path.dirname(file);
-    if (!folders.has(folder)) {
-      await mkdir(folder, { recursive: true, mode: 0o700 });
-      folders.add(folder);
-    }
-    try {
-      return await open(file, 'wx', 0o600);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      // Removed since: made again.
-      await mkdir(folder, { recursive: true, mode: 0o700 });
-      return open(file, 'wx', 0o600);
-    }
-  }
-
-  // Group commit of folder entries: one fsync of a folder covers every rename into it that finished before the fsync
-  // began, so concurrent uploads share one. An upload whose rename finished while an fsync was under way waits for
-  // the next, which starts once that one ends.
-  const folderSyncs = new Map<string, { running: Promise<void>; next?: Promise<void> }>();
-  function startFolderSync(folder: string): Promise<void> {
-    const running = fsyncDir(folder).finally(() => {
-      const state = folderSyncs.get(folder);
-      if (state?.running === running && state.next === undefined) folderSyncs.delete(folder);
-    });
-    folderSyncs.set(folder, { running });
-    return running;
-  }
-  function syncFolder(folder: string): Promise<void> {
-    const state = folderSyncs.get(folder);
-    if (state === undefined) return startFolderSync(folder);
-    return (state.next ??= state.running.then(() => startFolderSync(folder)));
-  }
+  const folders = new LocalFolders();
 
   async function receive(
     request: IncomingMessage,
@@ -274,7 +104,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
     const hash = createHash('sha256');
     let received = 0;
     try {
-      const handle = await openNew(temp);
+      const handle = await folders.openNew(temp);
       const writer = batchedWriter(handle);
       try {
         for await (const chunk of request as AsyncIterable<Buffer>) {
@@ -320,7 +150,7 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
         return;
       }
       await rename(temp, target);
-      await syncFolder(folder);
+      await folders.sync(folder);
       // Synchronous, as in stat() below: a stat of a file just written takes microseconds, less than its trip through
       // the thread pool.
       info = statSync(target);
@@ -506,25 +336,4 @@ export async function createLocalBlobStore(options: LocalBlobStoreOptions): Prom
 
     async close(): Promise<void> {},
   };
-}
-
-/** Copies `file` to the new file `to`, hashing the bytes on the way; undefined when there is no such file. */
-async function hashCopy(file: string, to: string): Promise<StoredObject | undefined> {
-  const hash = createHash('sha256');
-  let size = 0;
-  const copy = await open(to, 'wx', 0o600);
-  try {
-    for await (const chunk of createReadStream(file)) {
-      size += (chunk as Buffer).length;
-      hash.update(chunk as Buffer);
-      await copy.write(chunk as Buffer);
-    }
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'EISDIR') return undefined;
-    throw error;
-  } finally {
-    await copy.close();
-  }
-  return { size, sha256: hash.digest('hex') };
 }

@@ -39,7 +39,8 @@ vi.mock('@blue-agent/contract/util/fs.js', async (original) => {
     },
   };
 });
-const { batchedWriter, createLocalBlobStore } = await import('../../src/blobs/local.js');
+const { createLocalBlobStore } = await import('../../src/blobs/local.js');
+const { batchedWriter } = await import('../../src/blobs/local-write.js');
 
 const MiB = 1024 * 1024;
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
