@@ -4,110 +4,28 @@
  * answered 400 as JSON); every request goes first to the blob store (the local store answers its own signed URLs),
  * then to Fastify, which routes it, authenticates it with a bearer token and runs its handler. Bodies are read by
  * http.ts (bounded in size and time), never by Fastify's parsers. No input can crash it: every failure is a JSON
- * `{error: <message>, code}` with a 4xx status, and anything unexpected a 500 without details.
+ * `{error: <message>, code}` with a 4xx status, and anything unexpected a 500 without details. Here the server is
+ * started and its parts wired; server/ holds what befalls a request (hooks.ts) and what runs beside it.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
 import type { BlobStore } from './blobs/types.js';
-import { ClientGoneError, DEFAULT_BODY_TIMEOUT_MS, errorBody, HttpError, sendError } from './http.js';
-import type { ServerLog } from './log.js';
-import type { ProfileSet } from '@blue-agent/contract/profiles/index.js';
+import { DEFAULT_BODY_TIMEOUT_MS, HttpError, sendError } from './http.js';
 import { createMetrics } from './metrics.js';
-import { collectWith } from './admin.js';
 import { RevisionFeed } from './revision-feed.js';
 import { SearchIndexer } from './search-indexer.js';
 import type { RouteContext } from './route-context.js';
-import { ROUTES } from './routes/index.js';
-import type { ApiScope, ControlStore, User } from './store/index.js';
-import { storeUnavailable } from './store/unavailable.js';
-import { DEFAULT_IDENTITY, type IdentitySettings } from './identity/settings.js';
-import { OidcSignIn, type OidcSettings } from './identity/oidc.js';
-import { sendErrorPage } from './web/errors.js';
-import { wantsPage } from './web/http.js';
+import { DEFAULT_IDENTITY } from './identity/settings.js';
+import { OidcSignIn } from './identity/oidc.js';
+import { answerBadHttp } from './server/bad-http.js';
+import { BackgroundGc } from './server/gc.js';
+import { routeRequests } from './server/hooks.js';
+import type { ControlServer, ControlServerOptions } from './server/options.js';
+import { pathOnly, RequestLog } from './server/request-log.js';
 
-export interface ControlServerOptions {
-  /** The opened database (store/index.ts `openStore`); the server closes it. */
-  store: ControlStore;
-  /** Base URL clients reach this server at (behind a proxy, say); default: the address it listens on. */
-  publicUrl?: string | undefined;
-  /**
-   * Where bundles are kept. A factory is called at `listen` with the public URL, for stores whose URLs point back at
-   * this server (the local store) when the port is only known once bound.
-   */
-  blobs: BlobStore | ((publicUrl: string) => Promise<BlobStore>);
-  clock?: { now(): number } | undefined;
-  uploadUrlTtlSeconds?: number | undefined;
-  downloadUrlTtlSeconds?: number | undefined;
-  retentionDays?: number | undefined;
-  maxBodyBytes?: number | undefined;
-  /** The document `GET /harness-metadata` answers (see harnessMetadataDocument); absent: that route answers 404. */
-  harnessMetadata?: unknown;
-  /** The profiles a presign may name (see knownProfiles); absent: any is accepted. */
-  profiles?: RouteContext['profiles'];
-  /** The profiles themselves, to verify a completed bundle and index what it says; absent: titles and summaries only.
-   * */
-  bundleProfiles?: ProfileSet | undefined;
-  /** The search indexer's timings (search-indexer.ts). */
-  indexer?: { pollMs?: number | undefined; leaseMs?: number | undefined; manual?: boolean | undefined } | undefined;
-  /**
-   * Slow clients: all headers must arrive within `headersMs` (default 30 s) and the whole request within `requestMs`
-   * (300 s, room for a bundle PUT to the local store), else 408; a JSON body within `bodyMs` (30 s), else 408.
-   */
-  timeouts?:
-    | { headersMs?: number | undefined; requestMs?: number | undefined; bodyMs?: number | undefined }
-    | undefined;
-  /** `GET /governance-config/events`: how often the database is asked for a new revision, and the streams' limits. */
-  events?:
-    | {
-        pollMs?: number | undefined;
-        keepaliveMs?: number | undefined;
-        maxStreams?: number | undefined;
-        maxLifetimeMs?: number | undefined;
-      }
-    | undefined;
-  /** One line per request and per unexpected error, with its fields for structured logs (log.ts). Never given tokens.
-   * */
-  log?: ServerLog | undefined;
-  /**
-   * Garbage collection in the background (collectWith: objects past retention and of deleted sessions), first after
-   * `firstMs` (default: a random time within the interval, so replicas spread), then every `intervalMs` (default an
-   * hour); 0 turns it off.
-   */
-  gc?: { intervalMs?: number | undefined; firstMs?: number | undefined } | undefined;
-  /** Token, device code, browser session and sign-in link lifetimes (identity/settings.ts: DEFAULT_IDENTITY). */
-  identity?: Partial<IdentitySettings> | undefined;
-  /** The dashboard's built assets (dist/assets). */
-  assetsDir?: string | undefined;
-  /** Browser sign-in through an OpenID provider; absent: one-time sign-in links only. */
-  oidc?: OidcSettings | undefined;
-  /** What `control-plane` commands add to reach this server's database (` --data DIR`), for the commands pages print.
-   * */
-  adminFlags?: string | undefined;
-}
-
-export interface ControlServer {
-  /** Resolves once every completed session's text has been indexed (tests). */
-  searchIdle(): Promise<void>;
-  listen(host: string, port: number): Promise<{ url: string }>;
-  close(): Promise<void>;
-  readonly store: ControlStore;
-  readonly server: Server;
-  readonly blobs: BlobStore;
-}
-
-const MAX_TOKEN_LENGTH = 512;
-const MAX_URL_LENGTH = 8192;
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The authenticated caller (set before the handler of every route that is not public). */
-    user: User;
-    /** The request URL, parsed once. */
-    parsedUrl: URL;
-  }
-}
+export type { ControlServer, ControlServerOptions } from './server/options.js';
 
 export function createControlServer(options: ControlServerOptions): ControlServer {
   const store = options.store;
@@ -145,86 +63,20 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         ? undefined
         : {
             body: options.harnessMetadata,
-            etag:
-              `"` +
-              `${createHash('sha256').update(JSON.stringify(options.harnessMetadata)).digest('base64url').slice(0, 27)}"`,
+            etag: etagOf(options.harnessMetadata),
           },
   };
 
   const headersTimeout = options.timeouts?.headersMs ?? 30_000;
   const requestTimeout = Math.max(options.timeouts?.requestMs ?? 300_000, headersTimeout);
-  // Malformed HTTP never reaches a handler: answer it here rather than dropping the socket silently.
-  const clientError = (error: NodeJS.ErrnoException, socket: Socket): void => {
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const answer =
-      error.code === 'HPE_HEADER_OVERFLOW'
-        ? {
-            status: '431 Request Header Fields Too Large',
-            code: 'headers_too_large',
-            message: 'the request line or headers are too large',
-          }
-        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-          ? {
-              status: '408 Request Timeout',
-              code: 'request_timeout',
-              message:
-                `the request did not arrive in time (headers within ${headersTimeout} ms, all of it within ` +
-                `${requestTimeout} ms)`,
-            }
-          : { status: '400 Bad Request', code: 'bad_http', message: 'the request is not well-formed HTTP' };
-    log('info', `client error: ${answer.status.split(' ')[0]} ${answer.code}`, {
-      event: 'client_error',
-      status: Number(answer.status.split(' ')[0]),
-      code: answer.code,
-    });
-    const body = JSON.stringify({ error: answer.message, code: answer.code });
-    const status = answer.status;
-    socket.end(
-      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: ` +
-        `close\r\n\r\n${body}`,
-    );
-  };
-
-  // One log line per request, once both its response has closed and its handling has finished (a handler may still be
-  // reading the body of a client that is already gone): the status, or what happened instead.
-  const requests = new WeakMap<
-    IncomingMessage,
-    { started: number; closed: boolean; finished: boolean; outcome?: string; route?: string }
-  >();
-  const settle = (request: IncomingMessage, change: { closed?: true; finished?: true; outcome?: string }): void => {
-    const entry = requests.get(request);
-    if (entry === undefined) return;
-    Object.assign(entry, change);
-    if (!entry.closed || !entry.finished) return;
-    requests.delete(request);
-    const ms = Date.now() - entry.started;
-    const outcome = entry.outcome ?? '?';
-    const status = /^\d{3}\b/.test(outcome) ? Number(outcome.slice(0, 3)) : null;
-    log('info', `${request.method ?? '?'} ${pathOnly(request.url)} ${outcome} ${ms}ms`, {
-      event: 'request',
-      method: request.method ?? '?',
-      path: pathOnly(request.url),
-      status,
-      outcome,
-      duration_ms: ms,
-    });
-    metrics.request(
-      metricMethod(request.method),
-      entry.route ?? 'unmatched',
-      status === null ? 'aborted' : String(status),
-      ms / 1000,
-    );
-  };
+  const requests = new RequestLog(log, metrics);
   let server!: Server;
   const app: FastifyInstance = Fastify({
     logger: false,
     // Bodies are read by the handlers (http.ts), so no limit of Fastify's applies; URLs are checked in onRequest.
     routerOptions: { maxParamLength: 200 },
     return503OnClosing: false,
-    clientErrorHandler: clientError,
+    clientErrorHandler: answerBadHttp(log, headersTimeout, requestTimeout),
     serverFactory: (handler) => {
       server = createServer(
         // Node checks the two timeouts every connectionsCheckingInterval: often enough that a short one is kept.
@@ -234,16 +86,19 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           connectionsCheckingInterval: Math.min(30_000, Math.max(10, Math.floor(headersTimeout / 2))),
         },
         (request: IncomingMessage, response: ServerResponse) => {
-          requests.set(request, { started: Date.now(), closed: false, finished: false });
+          requests.start(request);
           response.once('close', () =>
-            settle(request, { closed: true, outcome: requests.get(request)?.outcome ?? String(response.statusCode) }),
+            requests.settle(request, {
+              closed: true,
+              outcome: requests.entry(request)?.outcome ?? String(response.statusCode),
+            }),
           );
           // The local blob store answers its own signed URLs before any route is looked at.
           void offerToBlobs(rc, request, response).then(
             (answered) => {
               if (answered) {
-                requests.get(request)!.route = 'blob';
-                settle(request, { finished: true });
+                requests.entry(request)!.route = 'blob';
+                requests.settle(request, { finished: true });
               } else handler(request, response);
             },
             (error: unknown) => {
@@ -257,7 +112,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
                 response,
                 new HttpError(500, 'internal', 'the server failed to answer this request; the error is in its log'),
               );
-              settle(request, { finished: true });
+              requests.settle(request, { finished: true });
             },
           );
         },
@@ -266,122 +121,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     },
   });
 
-  // Bodies are read by the handlers, bounded in size and time: Fastify's parsers leave the stream alone.
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
-
-  app.addHook('onRequest', async (request) => {
-    // The route's template for metrics (a bounded label), known once routed.
-    const template = (request.routeOptions.config as { template?: string } | undefined)?.template;
-    const entry = requests.get(request.raw);
-    if (entry !== undefined && template !== undefined) entry.route = template;
-    const rawUrl = request.raw.url ?? '';
-    if (rawUrl.length > MAX_URL_LENGTH)
-      throw new HttpError(400, 'url_too_long', `the request URL is longer than ${MAX_URL_LENGTH} characters`);
-    if (!rawUrl.startsWith('/')) throw new HttpError(400, 'bad_path', 'the request path is not valid');
-    try {
-      request.parsedUrl = new URL(rawUrl, 'http://control.invalid');
-    } catch {
-      throw new HttpError(400, 'bad_path', 'the request path is not valid');
-    }
-  });
-
-  for (const route of ROUTES) {
-    for (const [method, handle] of Object.entries(route.methods)) {
-      if (handle === undefined) continue;
-      app.route({
-        method: method as 'GET' | 'POST' | 'PUT' | 'DELETE',
-        url: route.path,
-        config: { template: route.template, page: route.page },
-        // After routing: public routes need no token, every other one is refused before anything else is read.
-        ...(route.public
-          ? {}
-          : {
-              preHandler: async (request: FastifyRequest) =>
-                void (request.user = await authenticate(rc, request.raw, route.scopes[method]!)),
-            }),
-        handler: async (request: FastifyRequest, reply: FastifyReply) => {
-          const params = Object.values((request.params ?? {}) as Record<string, string>);
-          await handle(rc, {
-            raw: request.raw,
-            reply,
-            url: request.parsedUrl,
-            user: route.public ? undefined : request.user,
-            params,
-          });
-          // A handler that took the response over (an event stream) is through once it returns.
-          if (reply.sent && !requests.get(request.raw)?.finished)
-            settle(request.raw, { finished: true, outcome: String(reply.raw.statusCode) });
-        },
-      });
-    }
-  }
-
-  // A path that exists with other methods is 405 with Allow; anything else 404.
-  app.setNotFoundHandler(async (request) => {
-    const path = request.parsedUrl?.pathname ?? pathOnly(request.raw.url);
-    const route = ROUTES.find((r) => r.pattern.test(path));
-    if (route === undefined) {
-      throw new HttpError(
-        404,
-        'not_found',
-        wantsPage(request.raw.headers.accept)
-          ? `There is no page at ${path.slice(0, 200)}.`
-          : `no route ${path.slice(0, 200)}`,
-      );
-    }
-    const allow = Object.keys(route.methods).join(', ');
-    throw new HttpError(405, 'method_not_allowed', `${path.slice(0, 200)} accepts ${allow}`, { allow });
-  });
-
-  app.setErrorHandler(async (error: unknown, request, reply) => {
-    if (error instanceof ClientGoneError || (!request.raw.complete && request.raw.socket.destroyed)) {
-      settle(request.raw, {
-        finished: true,
-        outcome:
-          `aborted: ` +
-          `${error instanceof ClientGoneError ? error.message : 'the client closed the connection mid-request'}`,
-      });
-      return reply.hijack();
-    }
-    // A page's error is a page; so is an unmatched path's, to a browser (an API client gets JSON).
-    const config = request.routeOptions.config as { page?: boolean; template?: string } | undefined;
-    const page = config?.page === true || (config?.template === undefined && wantsPage(request.raw.headers.accept));
-    if (error instanceof HttpError) {
-      const entry = requests.get(request.raw);
-      if (entry !== undefined) entry.outcome = `${error.status} ${error.code}`;
-      return page ? sendErrorPage(reply, error) : sendReplyError(reply, error);
-    }
-    const unavailable = storeUnavailable(error);
-    if (unavailable !== undefined) {
-      log('error', `${request.method} ${pathOnly(request.raw.url)}: ${unavailable}`, {
-        event: 'database_unavailable',
-        method: request.method,
-        path: pathOnly(request.raw.url),
-      });
-      return sendReplyError(
-        reply,
-        new HttpError(503, 'database_unavailable', `${unavailable}; try again shortly`, { 'retry-after': '2' }),
-      );
-    }
-    log(
-      'error',
-      `internal error on ${request.method} ${pathOnly(request.raw.url)}: ${(error as Error)?.stack ?? String(error)}`,
-      { event: 'internal_error', method: request.method, path: pathOnly(request.raw.url) },
-    );
-    const internal = new HttpError(
-      500,
-      'internal',
-      'the server failed to answer this request; the error is in its log',
-    );
-    return page ? sendErrorPage(reply, internal) : sendReplyError(reply, internal);
-  });
-
-  // Answered: the handling is over (the status or the error's outcome is already known).
-  app.addHook('onResponse', async (request, reply) => {
-    const entry = requests.get(request.raw);
-    settle(request.raw, { finished: true, outcome: entry?.outcome ?? String(reply.statusCode) });
-  });
+  routeRequests(app, rc, requests);
 
   const ready = app.ready();
 
@@ -400,48 +140,8 @@ export function createControlServer(options: ControlServerOptions): ControlServe
         });
   rc.indexer = indexer;
 
-  // Background garbage collection: idempotent, so every replica may run it; started at a random point of the interval.
   const gcEvery = options.gc?.intervalMs ?? 60 * 60_000;
-  let gcTimer: NodeJS.Timeout | undefined;
-  let gcRunning: Promise<void> | undefined;
-  const collect = async (): Promise<void> => {
-    const started = Date.now();
-    try {
-      const result = await collectWith(store, rc.blobs, clock.now());
-      const objects = result.deleted.length + result.deleted_objects.length;
-      metrics.collected({ objects, failed: result.failed.length }, (Date.now() - started) / 1000);
-      if (objects > 0 || result.failed.length > 0) {
-        log(
-          result.failed.length === 0 ? 'info' : 'error',
-          `gc: deleted ${objects} object${objects === 1 ? '' : 's'}` +
-            `${result.failed.length === 0 ? '' : `, ${result.failed.length} could not be deleted (the first: ${result.failed[0]!.error})`}`,
-          {
-            event: 'gc',
-            deleted: objects,
-            failed: result.failed.length,
-          },
-        );
-      }
-    } catch (error) {
-      metrics.collected({ objects: 0, failed: 1 }, (Date.now() - started) / 1000);
-      log(
-        'error',
-        `gc failed; it runs again in ${Math.round(gcEvery / 60_000)} min: ` +
-          `${error instanceof Error ? error.message : String(error)}`,
-        { event: 'gc', failed: 1 },
-      );
-    }
-  };
-  const scheduleGc = (delayMs: number): void => {
-    if (gcEvery <= 0) return;
-    gcTimer = setTimeout(() => {
-      gcRunning = collect().finally(() => {
-        gcRunning = undefined;
-        scheduleGc(gcEvery);
-      });
-    }, delayMs);
-    gcTimer.unref();
-  };
+  const gc = new BackgroundGc(rc, gcEvery);
 
   return {
     store,
@@ -457,7 +157,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           const url = `http://${hostPart}:${address.port}`;
           publicUrl ??= url;
           if (factory === undefined) {
-            scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
+            gc.schedule(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
             indexer?.start();
             resolve({ url });
             return;
@@ -465,7 +165,7 @@ export function createControlServer(options: ControlServerOptions): ControlServe
           factory(publicUrl).then(
             (blobs) => {
               rc.blobs = blobs;
-              scheduleGc(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
+              gc.schedule(options.gc?.firstMs ?? Math.floor(Math.random() * gcEvery));
               indexer?.start();
               resolve({ url });
             },
@@ -483,10 +183,10 @@ export function createControlServer(options: ControlServerOptions): ControlServe
     close: () =>
       new Promise((resolve) => {
         rc.revisions.close();
-        clearTimeout(gcTimer);
+        gc.stop();
         server.close(async () => {
           // A collection under way finishes first: its deletes and their records go together; so does an indexing.
-          await gcRunning;
+          await gc.running;
           await indexer?.close();
           void store.close();
           void app.close();
@@ -506,25 +206,6 @@ async function offerToBlobs(rc: RouteContext, request: IncomingMessage, response
   );
 }
 
-/** The method as a metric label: the ones the routes take, anything else `other` (a bounded label set). */
-function metricMethod(method: string | undefined): string {
-  return method === 'GET' || method === 'POST' || method === 'PUT' || method === 'DELETE' || method === 'HEAD'
-    ? method
-    : 'other';
-}
-
-function sendReplyError(reply: FastifyReply, error: HttpError): FastifyReply {
-  if (reply.sent || reply.raw.headersSent) {
-    reply.raw.destroy();
-    return reply.hijack();
-  }
-  return reply
-    .code(error.status)
-    .headers({ 'cache-control': 'no-store', ...error.headers })
-    .type('application/json; charset=utf-8')
-    .send(errorBody(error));
-}
-
 /** Stands in until `listen` has made the real store; never reached, as nothing is served before that. */
 const unboundBlobs: BlobStore = {
   kind: 'local',
@@ -535,64 +216,9 @@ const unboundBlobs: BlobStore = {
   close: () => Promise.resolve(),
 };
 
-/**
- * The caller of a bearer token that holds `scope` (RFC 6750: 401 with `invalid_token` for a token that is unknown,
- * revoked or expired, 403 `insufficient_scope` for one that may not do this). An administrator whose token lacks the
- * `admin` scope is a member for this request.
- */
-async function authenticate(rc: RouteContext, request: IncomingMessage, scope: ApiScope | 'any'): Promise<User> {
-  const header = request.headers.authorization;
-  const challenge = (error?: string, description?: string) => ({
-    'www-authenticate':
-      `Bearer realm="blue-control"${error === undefined ? '' : `, error="${error}"`}` +
-      `${description === undefined ? '' : `, error_description="${description}"`}`,
-  });
-  if (header === undefined)
-    throw new HttpError(401, 'unauthenticated', 'send a bearer token: Authorization: Bearer <token>', challenge());
-  const match = /^Bearer +([A-Za-z0-9._~+/=-]+)$/i.exec(header);
-  if (match === null || match[1]!.length > MAX_TOKEN_LENGTH) {
-    throw new HttpError(
-      401,
-      'unauthenticated',
-      'the Authorization header must be "Bearer <token>"',
-      challenge('invalid_request'),
-    );
-  }
-  const found = await rc.store.identity.authenticate(match[1]!, rc.now());
-  if (found === 'expired') {
-    throw new HttpError(
-      401,
-      'token_expired',
-      'the access token expired; refresh it (blue-agent does so by itself) or sign in again',
-      challenge('invalid_token', 'The access token expired'),
-    );
-  }
-  if (found === undefined) {
-    throw new HttpError(
-      401,
-      'invalid_token',
-      'the bearer token is not valid (unknown or revoked); sign in again: blue-agent login --control-url URL',
-      challenge('invalid_token'),
-    );
-  }
-  // A member at an administrator's route hears that it is for administrators (from the route), not about scopes.
-  const personCould = scope !== 'admin' || found.user.is_admin;
-  if (scope !== 'any' && personCould && !found.scopes.includes(scope)) {
-    throw new HttpError(
-      403,
-      'insufficient_scope',
-      `this token may not do this: it needs the scope ${scope}; sign in again asking for it`,
-      {
-        'www-authenticate': `Bearer realm="blue-control", error="insufficient_scope", scope="${scope}"`,
-      },
-    );
-  }
-  return found.user.is_admin && !found.scopes.includes('admin') ? { ...found.user, is_admin: false } : found.user;
-}
-
-/** The path without its query: queries may carry search text that does not belong in a log. */
-function pathOnly(url: string | undefined): string {
-  return (url ?? '').split('?')[0]!.slice(0, 200);
+/** A strong ETag of a JSON document: the start of its SHA-256. */
+function etagOf(body: unknown): string {
+  return `"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
 }
 
 /** The entries of `settings` that are set: an undefined option keeps its default. */
