@@ -17,11 +17,20 @@ declare module 'vitest' {
   }
 }
 
+/** One cluster per process: every project of a run names this setup, and vitest runs them all in its main process. */
+const SHARED = Symbol.for('blue-agent.test.postgres');
+interface Shared {
+  cluster: Promise<PgCluster>;
+  /** Projects whose teardown has not run yet; the last one stops the cluster. */
+  users: number;
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  let cluster: PgCluster | undefined;
+  const holder = globalThis as { [SHARED]?: Shared };
+  const shared = (holder[SHARED] ??= { cluster: startPostgres(), users: 0 });
+  shared.users += 1;
   try {
-    cluster = await startPostgres();
-    project.provide('postgresUrl', cluster.url);
+    project.provide('postgresUrl', (await shared.cluster).url);
     project.provide('postgresProblem', '');
   } catch (error) {
     const problem = (error as Error).message;
@@ -30,6 +39,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     process.stderr.write(`[postgres] no cluster for this run; tests that need PostgreSQL will fail: ${problem}\n`);
   }
   return async () => {
-    await cluster?.stop();
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    delete holder[SHARED];
+    await (await shared.cluster.catch(() => undefined))?.stop();
   };
 }
