@@ -8,8 +8,10 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { TestProject } from 'vitest/node';
 import { startPostgres, type PgCluster } from '../../../../test/support/postgres.js';
 import { freshDatabase } from '../../../../test/support/postgres-db.js';
+import setupPostgres from '../../../../test/support/postgres-global-setup.js';
 
 const hasProc = existsSync('/proc/self/status');
 
@@ -214,6 +216,24 @@ describe("the run's shared cluster (freshDatabase)", () => {
     for (const url of [a, b]) expect(new URL(url).host).toBe(shared.host);
     await query(a, 'CREATE TABLE mine (v int)');
     expect(await query(b, "SELECT to_regclass('public.mine') AS t")).toEqual([{ t: null }]);
+  });
+
+  it("is one for every project of a run, stopped by the last project's teardown", async () => {
+    // Each project of the root's run calls the global setup in vitest's one main process; this worker stands in.
+    const project = () => {
+      const provided = new Map<string, unknown>();
+      return { provided, provide: (key: string, value: unknown) => void provided.set(key, value) };
+    };
+    const [first, second] = [project(), project()];
+    const teardownFirst = await setupPostgres(first as unknown as TestProject);
+    const teardownSecond = await setupPostgres(second as unknown as TestProject);
+    const url = first.provided.get('postgresUrl') as string;
+    expect(first.provided.get('postgresProblem')).toBe('');
+    expect(second.provided.get('postgresUrl')).toBe(url);
+    await teardownFirst();
+    expect(await query(url, 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
+    await teardownSecond();
+    await expect(query(url, 'SELECT 1')).rejects.toThrow(/ECONNREFUSED/);
   });
 });
 
