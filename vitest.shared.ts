@@ -6,7 +6,8 @@ const root = import.meta.dirname;
 /**
  * What every package's test run shares. Packages import each other's TypeScript sources through the 'source' export
  * condition, as the type-check and the builds do. The global setups: the builds and the harness CLIs
- * (test/global-setup.ts); one throwaway PostgreSQL cluster for the Control API's tests (freshDatabase()).
+ * (test/global-setup.ts); one throwaway PostgreSQL cluster for the Control API's tests (freshDatabase()). Every
+ * project names both, so that each package's config runs alone; in the root's run they do their work once.
  */
 export function packageConfig(name: string, test: NonNullable<ViteUserConfig['test']> = {}): ViteUserConfig {
   return defineConfig({
