@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installAll } from '../scripts/install-harnesses.mjs';
@@ -23,11 +23,11 @@ const DONE = Symbol.for('blue-agent.test.global-setup');
  * transcript readers too) and what is installed.
  */
 const BUILDS = [
-  { pkg: 'agent', output: 'dist/main.js', inputs: ['contract', 'agent'] },
-  { pkg: 'control-api', output: 'dist/server.js', inputs: ['contract', 'agent', 'control-api'] },
+  { pkg: 'agent', inputs: ['contract', 'agent'] },
+  { pkg: 'control-api', inputs: ['contract', 'agent', 'control-api'] },
 ];
 /** What a package's build does not read. */
-const SKIPPED = new Set(['dist', 'node_modules', 'test']);
+const NOT_READ = new Set(['dist', 'node_modules', 'test']);
 
 export default function setup(): Promise<void> {
   const shared = globalThis as { [DONE]?: Promise<void> };
@@ -36,7 +36,7 @@ export default function setup(): Promise<void> {
 }
 
 async function prepare(): Promise<void> {
-  for (const { pkg, output, inputs } of BUILDS) buildWhenChanged(pkg, output, inputs);
+  for (const { pkg, inputs } of BUILDS) buildWhenChanged(pkg, inputs);
   if (process.env.BLUE_AGENT_SKIP_HARNESS_INSTALL === '1') return;
   const log = (line: string) => void process.stderr.write(`[harnesses] ${line}\n`);
   try {
@@ -48,37 +48,35 @@ async function prepare(): Promise<void> {
 }
 
 /**
- * Builds a package from the current sources, unless its dist/ was built by this setup from the same bytes: runs
+ * Builds a package from the current sources, unless this setup built its dist/ as it is now from the same bytes: runs
  * after the first (`npm test`, then `npm run test:hermetic` and `npm run certify`) take its dist/ as it is.
  */
-function buildWhenChanged(pkg: string, output: string, inputs: readonly string[]): void {
+function buildWhenChanged(pkg: string, inputs: readonly string[]): void {
   const dir = path.join(root, 'packages', pkg);
   const stamp = path.join(root, 'node_modules', '.cache', 'blue-agent-builds', `${pkg}.sha256`);
-  const digest = inputsDigest(inputs);
-  const built = existsSync(path.join(dir, output)) && existsSync(stamp) && readFileSync(stamp, 'utf8') === digest;
-  if (built) return;
+  const sources = digest([path.join(root, 'package-lock.json'), ...inputs.map((p) => path.join(root, 'packages', p))]);
+  const state = () => `${sources} ${digest([path.join(dir, 'dist')])}`;
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === state()) return;
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: dir, stdio: 'inherit' });
   mkdirSync(path.dirname(stamp), { recursive: true });
-  writeFileSync(stamp, digest);
+  writeFileSync(stamp, state());
 }
 
-/** SHA-256 over the path and bytes of every file of the packages (but their tests and outputs) and the lock file. */
-function inputsDigest(packages: readonly string[]): string {
+/**
+ * SHA-256 over the path and bytes of every file under `paths` (files or folders; one that is missing counts as
+ * such), leaving out a package's folders its build does not read.
+ */
+function digest(paths: readonly string[]): string {
   const hash = createHash('sha256');
-  const add = (file: string) =>
-    hash
-      .update(`${path.relative(root, file)}\0`)
-      .update(readFileSync(file))
-      .update('\0');
-  const walk = (dir: string, top: boolean): void => {
-    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
-    for (const e of entries) {
-      if (top && SKIPPED.has(e.name)) continue;
-      if (e.isDirectory()) walk(path.join(dir, e.name), false);
-      else if (e.isFile()) add(path.join(dir, e.name));
-    }
+  const walk = (file: string, top: boolean): void => {
+    hash.update(`${path.relative(root, file)}\0`);
+    if (!existsSync(file)) hash.update('missing\0');
+    else if (!statSync(file).isDirectory()) hash.update(readFileSync(file)).update('\0');
+    else
+      for (const name of readdirSync(file).sort()) {
+        if (!(top && NOT_READ.has(name))) walk(path.join(file, name), false);
+      }
   };
-  add(path.join(root, 'package-lock.json'));
-  for (const pkg of packages) walk(path.join(root, 'packages', pkg), true);
+  for (const p of paths) walk(p, path.dirname(p) === path.join(root, 'packages'));
   return hash.digest('hex');
 }
