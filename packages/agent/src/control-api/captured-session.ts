@@ -1,10 +1,10 @@
 /** A captured session as the Control API lists it: checked against the contract, made printable, and named. */
-import type { CapturedSession as CapturedSessionAnswer } from '@blue-agent/contract/schema/generated/control-captured-session.js';
+import type { CapturedSession as Answer } from '@blue-agent/contract/schema/generated/control-captured-session.js';
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
 import { printable } from '@blue-agent/contract/util/terminal-text.js';
 import { checkAnswer } from './client.js';
 
-export type SharingMode = CapturedSessionAnswer['sharing_mode'];
+export type SharingMode = Answer['sharing_mode'];
 
 /**
  * A captured session (Blue's CapturedSession: `id` is the captured session's id, the artifact fields are its current
@@ -105,12 +105,12 @@ export function opt(value: string | null | undefined, max = 4096): string | null
 
 /** Checks one listing item against the contract (schemas/control-captured-session.schema.json); made printable. */
 export function parseSession(value: unknown, where: string): CapturedSession {
-  return forDisplay(checkAnswer<CapturedSessionAnswer>(validators.validateCapturedSession, value, where));
+  return forDisplay(checkAnswer<Answer>(validators.validateCapturedSession, value, where));
 }
 
 /** Every optional field explicit, everything shown bounded and stripped of control characters: it comes from other
  * people. */
-export function forDisplay(s: CapturedSessionAnswer): CapturedSession {
+export function forDisplay(s: Answer): CapturedSession {
   return {
     id: s.id,
     user_id: printable(s.user_id),

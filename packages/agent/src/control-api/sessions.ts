@@ -12,7 +12,7 @@ import type { CapturedSessionList } from '@blue-agent/contract/schema/generated/
 import type { SessionDownload } from '@blue-agent/contract/schema/generated/control-download.js';
 import type { Identity as IdentityAnswer } from '@blue-agent/contract/schema/generated/control-identity.js';
 import type { ShareMembers } from '@blue-agent/contract/schema/generated/control-members.js';
-import type { SessionDetail as SessionDetailAnswer } from '@blue-agent/contract/schema/generated/control-session-detail.js';
+import type { SessionDetail as DetailAnswer } from '@blue-agent/contract/schema/generated/control-session-detail.js';
 import type { SessionSharing } from '@blue-agent/contract/schema/generated/control-sharing-state.js';
 import type { SharingUpdated } from '@blue-agent/contract/schema/generated/control-sharing-updated.js';
 import * as validators from '@blue-agent/contract/schema/generated/validators.js';
@@ -219,7 +219,7 @@ export class SessionsApi {
   /** GET /session-uploads/{id}: the session, who it is shared with (user ids) and its artifacts, newest first. */
   async detail(id: string): Promise<SessionDetail> {
     const where = `GET /session-uploads/${id}`;
-    const body = checkAnswer<SessionDetailAnswer>(
+    const body = checkAnswer<DetailAnswer>(
       validators.validateSessionDetail,
       await this.call(() => this.client.requestJson('GET', this.client.routeUrl(`session-uploads/${id}`)), id),
       where,

@@ -1,4 +1,4 @@
-/** Removing managed hooks from a matcher-hooks settings file, giving back the user's bytes where the ledger has them. */
+/** Removing managed hooks from a matcher-hooks settings file; the user's bytes come back where the ledger kept them. */
 import { parseTree, type ParseError } from 'jsonc-parser';
 import { endOf, isBareEmpty, kids, removeChildrenEdits, valueOf, type Edit, type Node } from './json-splice.js';
 import type { MatcherHooksOwnership } from './matcher-hooks-ownership.js';

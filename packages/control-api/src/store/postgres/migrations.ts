@@ -78,7 +78,8 @@ const SCHEMA_1 = `
   );
   -- What gc looks for: artifacts whose object is still stored, by deadline.
   CREATE INDEX artifacts_retention ON artifacts (retention_deadline) WHERE NOT blob_deleted;
-  ALTER TABLE sessions ADD CONSTRAINT sessions_current_artifact FOREIGN KEY (current_artifact_id) REFERENCES artifacts(id);
+  ALTER TABLE sessions ADD CONSTRAINT sessions_current_artifact
+    FOREIGN KEY (current_artifact_id) REFERENCES artifacts(id);
   CREATE TABLE session_grants (
     session_id text COLLATE "C" NOT NULL REFERENCES sessions(id),
     user_id text COLLATE "C" NOT NULL REFERENCES users(id),
@@ -98,8 +99,11 @@ const SCHEMA_1 = `
  * title A, summary B, text C, place D (the words of the folder, the native id and the repository's root and remote).
  */
 export function searchDocument(body: string): string {
-  const place = `COALESCE(a.cwd, '') || ' ' || s.native_session_id || ' ' || COALESCE(a.repository_root, '') || ' ' || COALESCE(a.repository_remote, '')`;
-  return `setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A') || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
+  const place =
+    `COALESCE(a.cwd, '') || ' ' || s.native_session_id || ' ' || COALESCE(a.repository_root, '') || ' ' ||` +
+    ` COALESCE(a.repository_remote, '')`;
+  return `setweight(to_tsvector('simple', COALESCE(a.title, '')), 'A')
+    || setweight(to_tsvector('simple', COALESCE(a.summary, '')), 'B')
     || setweight(to_tsvector('simple', ${body}), 'C')
     || setweight(to_tsvector('simple', regexp_replace(${place}, '[[:punct:]]+', ' ', 'g')), 'D')`;
 }
@@ -224,7 +228,8 @@ export const POSTGRES_MIGRATIONS: readonly Step[] = [
         ELSE 'governance:read session:read session:write client-status:write' END,
       'token from users add', created_at
     FROM users;
-  INSERT INTO tokens (hash, grant_id, kind) SELECT u.token_hash, g.id, 'access' FROM users u JOIN grants g ON g.user_id = u.id;
+  INSERT INTO tokens (hash, grant_id, kind)
+    SELECT u.token_hash, g.id, 'access' FROM users u JOIN grants g ON g.user_id = u.id;
   ALTER TABLE users DROP COLUMN token_hash;
   `,
   // 6: a session's tags (a JSON array of strings), as SQLite's version 8.

@@ -146,13 +146,14 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
       'SELECT * FROM uploads WHERE owner_id = ? AND harness = ? AND session_id = ? ORDER BY revision DESC',
     );
     const insertSession = db.prepare(
-      `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at, updated_at)
+      `INSERT INTO sessions (id, owner_id, harness, native_session_id, sharing_mode, current_artifact_id, created_at,
+         updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const insertArtifact = db.prepare(
       `INSERT INTO artifacts (id, session_id, revision, status, size_bytes, sha256, content_type, compatibility_profile,
-         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote, blob_key,
-         failure, created_at, updated_at, completed_at, retention_deadline, blob_deleted)
+         artifact_format, resumable, cwd, title, summary, captured_at_unix_ms, repository_root, repository_remote,
+         blob_key, failure, created_at, updated_at, completed_at, retention_deadline, blob_deleted)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const sharingOf = db.prepare('SELECT mode FROM sharing WHERE upload_id = ?');
@@ -224,27 +225,36 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
     details TEXT NOT NULL
   );
   CREATE INDEX audit_events_session ON audit_events (session_id, seq);
-  CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
-  CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+  CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
+  CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+    BEGIN SELECT RAISE(ABORT, 'audit_events is append-only'); END;
   `,
   // 5: full-text search (FTS5): each session's current title, summary, text and place (folder and native id); the
   //    rowid of its entry is kept in session_search_ids, as a session's own id is text.
   `
   CREATE TABLE session_search_ids (rowid INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL UNIQUE);
-  CREATE VIRTUAL TABLE session_search USING fts5(title, summary, body, place, tokenize = 'unicode61 remove_diacritics 2');
+  CREATE VIRTUAL TABLE session_search USING fts5(
+    title, summary, body, place, tokenize = 'unicode61 remove_diacritics 2'
+  );
   INSERT INTO session_search_ids (session_id) SELECT id FROM sessions WHERE current_artifact_id IS NOT NULL;
   INSERT INTO session_search (rowid, title, summary, body, place)
-    SELECT i.rowid, COALESCE(a.title, ''), COALESCE(a.summary, ''), '', COALESCE(a.cwd, '') || ' ' || s.native_session_id
+    SELECT i.rowid, COALESCE(a.title, ''), COALESCE(a.summary, ''), '',
+      COALESCE(a.cwd, '') || ' ' || s.native_session_id
     FROM session_search_ids i JOIN sessions s ON s.id = i.session_id JOIN artifacts a ON a.id = s.current_artifact_id;
   `,
   // 6: sessions whose current bundle is still to be read for search (the server's indexer works through them, each
   //    claimed for a while so that a server that dies leaves it to another).
   `
-  CREATE TABLE search_queue (session_id TEXT PRIMARY KEY, artifact_id TEXT NOT NULL, queued_at INTEGER NOT NULL, claimed_until INTEGER NOT NULL DEFAULT 0);
+  CREATE TABLE search_queue (
+    session_id TEXT PRIMARY KEY, artifact_id TEXT NOT NULL, queued_at INTEGER NOT NULL,
+    claimed_until INTEGER NOT NULL DEFAULT 0
+  );
   `,
   // 7: sign-ins and their tokens (each user's token becomes a personal sign-in with every scope), device codes,
-  //    browser sessions, one-time sign-in links and browser sign-ins under way at the identity provider. users.token_hash stays, unread, holding no token: SQLite drops a
-  //    UNIQUE column only by rebuilding the table every other table refers to.
+  //    browser sessions, one-time sign-in links and browser sign-ins under way at the identity provider.
+  //    users.token_hash stays, unread, holding no token: SQLite drops a UNIQUE column only by rebuilding the table
+  //    every other table refers to.
   (db) => {
     db.exec(`
       CREATE TABLE grants (
@@ -316,7 +326,8 @@ export const SQLITE_MIGRATIONS: readonly Step[] = [
       created_at: number;
     }[];
     const grant = db.prepare(
-      `INSERT INTO grants (id, user_id, kind, scopes, label, created_at) VALUES (?, ?, 'personal', ?, 'token from users add', ?)`,
+      `INSERT INTO grants (id, user_id, kind, scopes, label, created_at)
+       VALUES (?, ?, 'personal', ?, 'token from users add', ?)`,
     );
     const token = db.prepare(`INSERT INTO tokens (hash, grant_id, kind) VALUES (?, ?, 'access')`);
     for (const u of users) {
@@ -383,7 +394,9 @@ export function schemaTooNew(where: string, found: number, known: number): BlueE
     `the Control API database ${where} has schema version ${found}, newer than this blue-agent understands (${known})`,
     {
       file: where,
-      hint: 'Run the blue-agent release that created this database (or a newer one); do not downgrade a data directory.',
+      hint:
+        'Run the blue-agent release that created this database (or a newer one); ' +
+        'do not downgrade a data directory.',
     },
   );
 }
