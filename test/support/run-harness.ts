@@ -91,6 +91,10 @@ export function harnessEnv(
     XDG_DATA_HOME: path.join(home, '.local', 'share'),
     XDG_STATE_HOME: path.join(home, '.local', 'state'),
     XDG_CACHE_HOME: path.join(home, '.cache'),
+    // Runs stay on loopback: a CLI that reaches for a git remote of its own (Codex asks GitHub for its plugins) is
+    // refused before any connection, whatever the machine's network allows.
+    GIT_ALLOW_PROTOCOL: 'file',
+    GIT_CONFIG_NOSYSTEM: '1',
     ...harnessLocations(home),
   };
   const env: Record<string, string> = {};

@@ -29,3 +29,16 @@ describe.each(lockedHarnesses())('%s --version', (harness) => {
     },
   );
 });
+
+describe('a harness run', () => {
+  it('reaches no git remote: git refuses every transport but local files before connecting', async () => {
+    const { t, cwd } = w;
+    const result = await runProcess('git', ['ls-remote', 'https://github.com/openai/plugins.git'], {
+      env: harnessEnv(t.home),
+      cwd,
+      timeoutMs: 30_000,
+    });
+    expect(result.exitCode, describeRun(result)).not.toBe(0);
+    expect(result.stderr, describeRun(result)).toMatch(/transport 'https' not allowed/);
+  });
+});
