@@ -11,7 +11,9 @@ import { parseVersionOutput, type LoadedProfiles } from '@blue-agent/contract/pr
 
 export { findExecutable };
 
-const VERSION_TIMEOUT_MS = 15_000;
+// Generous: a CLI's first start on a busy machine (an interpreter loading its packages) can take tens of seconds, and
+// the answer is cached, so the bound is paid at most once per binary; it only stops a binary that hangs.
+const VERSION_TIMEOUT_MS = 60_000;
 const CACHE_VERSION = 1;
 
 interface CacheEntry {
