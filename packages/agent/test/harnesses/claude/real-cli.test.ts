@@ -9,20 +9,25 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
-import { reconcile } from '../../../src/reconcile/index.js';
 import { agentRoot } from '../../../../../test/support/context.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import {
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
-  type Payload,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
+import { appendStdinCommand, harnessEnv } from '../../../../../test/support/run-harness.js';
 import { addClaudeUserHook, claudeDir, runClaude } from './rig.js';
+
+const MODEL_PATH = '/v1/messages';
+/** `claude -p` of the locked version (or `bin`), as the step says. */
+const claudeRun =
+  (bin = harnessBin('claude')): SessionRun =>
+  (place) =>
+    runClaude({ bin, ...place });
 
 describe('Claude Code offline session', () => {
   const w = useOfflineSession();
@@ -31,30 +36,17 @@ describe('Claude Code offline session', () => {
   it(
     'runs `claude -p` against the stub and fires a user SessionEnd hook',
     async () => {
-      const { t, stub, cwd, hookOut, explain, expectSessionOk, SESSION_TIMEOUT_MS } = w;
-      const env = harnessEnv(t.home);
-      const dir = claudeDir(env);
+      const { t, stub, cwd, hookOut, explain, expectSessionOk, session, userHookPayload } = w;
+      const dir = claudeDir(harnessEnv(t.home));
       await addClaudeUserHook(dir, 'SessionEnd', appendStdinCommand(hookOut), 10);
 
-      const result = await runClaude({
-        bin: harnessBin('claude'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-      });
+      const result = await session(claudeRun());
       expectSessionOk(result);
 
-      const calls = stub.requestsTo('/v1/messages', 'POST');
+      const calls = stub.requestsTo(MODEL_PATH, 'POST');
       expect(calls.length, explain(result)).toBeGreaterThan(0);
 
-      const payloads = (await waitFor('the SessionEnd hook output', async () => {
-        const lines = (await readJsonLines(hookOut)) as Payload[];
-        return lines.some((p) => p.hook_event_name === 'SessionEnd') ? lines : undefined;
-      })) as Payload[];
-      const end = payloads.find((p) => p.hook_event_name === 'SessionEnd')!;
+      const end = await userHookPayload();
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd' });
       expect(end.session_id).toMatch(/^[0-9a-f-]{36}$/);
       // The hook speaks of the session the stub served.
@@ -75,23 +67,18 @@ describe('reconcile with the real CLI', () => {
   it(
     'Claude Code fires the managed SessionEnd hook and the user hook',
     async () => {
-      const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain, REPLY } = w;
+      const { t, userOut, reconcileHarness, session, expectOneSessionEnd, expectUserHookFor, explain, REPLY } = w;
       const bin = harnessBin('claude');
       const dir = claudeDir(harnessEnv(t.home));
       await addClaudeUserHook(dir, 'SessionEnd', appendStdinCommand(userOut), 10);
 
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile: 'claude-v2_0_12' });
-
-      const result = await runClaude({
-        bin,
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: 60_000,
+      expect(await reconcileHarness(bin, 'claude')).toMatchObject({
+        state: 'active',
+        action: 'create',
+        profile: 'claude-v2_0_12',
       });
+
+      const result = await session(claudeRun(bin));
       expect(result.exitCode, explain(result)).toBe(0);
       expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -111,38 +98,22 @@ describe('capture with the real CLI', () => {
   it(
     'Claude Code: SessionEnd -> capture -> worker -> a ready, verified bundle',
     async () => {
-      const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle, REPLY } =
-        w;
+      const { t, stateDir, reconcileHarness, session, explain, expectOneReadyBundle, REPLY } = w;
       const bin = harnessBin('claude');
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['claude'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'claude-v2_0_12' });
+      expect(await reconcileHarness(bin, 'claude')).toMatchObject({ state: 'active', profile: 'claude-v2_0_12' });
       // The hook Claude Code runs is the sh hook: it hands the payload over, and the drain it starts admits it.
       expect(await readFile(path.join(claudeDir(harnessEnv(t.home)), 'settings.json'), 'utf8')).toContain(
         `'/bin/sh' '${path.join(agentRoot, 'bin', 'blue-agent-hook')}' `,
       );
 
       const prompt = 'Summarise the README in one line.';
-      const result = await runClaude({
-        bin,
-        home: t.home,
-        cwd,
-        prompt,
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: 60_000,
-      });
+      const result = await session(claudeRun(bin), { prompt });
       expect(result.exitCode, explain(result)).toBe(0);
       expect(result.stdout, explain(result)).toContain(REPLY);
 
-      const { state, record } = await oneFinishedCapture();
-      expect(state, explain(result)).toBe('ready');
-      expect(record).toMatchObject({
-        harness: 'claude',
-        profile: 'claude-v2_0_12',
-        payload: { cwd, hook_event_name: 'SessionEnd' },
-      });
+      const capture = { harness: 'claude', profile: 'claude-v2_0_12' };
+      const record = await expectOneReadyBundle(result, capture, { title: prompt, summary: prompt });
       expect(record.payload.transcript_path).toContain(path.join(claudeDir(harnessEnv(t.home)), 'projects'));
-      await expectVerifiedBundle(record, 'claude', 'claude-v2_0_12', { title: prompt, summary: prompt });
       expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
       expect(captureLog(stateDir)[0]).toMatchObject({ hook_pid: expect.any(Number) });
     },
@@ -157,31 +128,10 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Claude Code: claude --resume <id> -p in the destination continues the restored conversation',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentContext,
-        explain,
-        expectResumedWithHistory,
-        bundleFromA,
-        restoreIntoB,
-        CODE_WORD,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, stub, sourceCwd, destination, agentContext, explain, firstOnA, resumedOnB } = w;
+      const { bundleFromA, restoreIntoB, CODE_WORD, SECOND_PROMPT } = w;
       const bin = harnessBin('claude');
-      const first = await runClaude({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
+      await firstOnA(claudeRun(bin));
       const projectDir = path.join(claudeDir(harnessEnv(a.home)), 'projects', claudeProjectKey(sourceCwd));
       const transcripts = (await readdir(projectDir)).filter((n) => n.endsWith('.jsonl'));
       expect(transcripts).toHaveLength(1);
@@ -199,17 +149,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         `${id}.jsonl`,
       );
 
-      stub.clear();
-      const resumed = await runClaude({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: restored.resumeArgv.slice(1),
-        stubUrl: stub.url,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/messages');
+      await resumedOnB(restored.resumeArgv.slice(1), MODEL_PATH, claudeRun(bin));
 
       // Claude Code finds a session by its id in any project folder, also from another directory: why the restore
       // refuses to write a second copy of a session that is already in another project folder.
@@ -226,7 +166,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         timeoutMs: 90_000,
       });
       expect(elsewhere.exitCode, explain(elsewhere)).toBe(0);
-      expect(stub.textSentTo('/v1/messages'), explain(elsewhere)).toContain(CODE_WORD);
+      expect(stub.textSentTo(MODEL_PATH), explain(elsewhere)).toContain(CODE_WORD);
       expect(
         (await readdir(path.join(b.home, '.claude', 'projects'), { recursive: true })).filter((n) =>
           n.endsWith(`${id}.jsonl`),
@@ -244,51 +184,13 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Claude Code',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
       const bin = harnessBin('claude');
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({
-        state: 'active',
+      await w.expectRoundTrip('claude', bin, {
+        first: claudeRun(bin),
+        command: (id) => ['claude', '--resume', id],
+        resume: claudeRun(bin),
+        modelPath: MODEL_PATH,
       });
-      const first = await runClaude({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: a.env,
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('claude');
-
-      const command = await resumeOnB(upload.id, bin);
-      expect(command).toEqual(['claude', '--resume', upload.native_session_id]);
-
-      stub.clear();
-      const resumed = await runClaude({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/messages');
     },
     TEST_TIMEOUT_MS,
   );
@@ -301,33 +203,11 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
   it(
     'Claude Code',
     async () => {
-      const {
-        a,
-        stub,
-        sourceCwd,
-        destination,
-        b,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        startAgentOnA,
-        killedMidTurn,
-        agentLog,
-        CODE_WORD,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, stub, sourceCwd, explain, uploadedFromA, resumeOnB, resumedOnB, startAgentOnA } = w;
+      const { managedHookInstalled, killedMidTurn, expectCapturedOnceIdle, CODE_WORD, FIRST_PROMPT } = w;
       const bin = harnessBin('claude');
       await startAgentOnA(bin, 4_000);
-      const settings = path.join(claudeDir(harnessEnv(a.home)), 'settings.json');
-      await waitFor(
-        'the managed hook, installed by the agent',
-        async () =>
-          (await readFile(settings, 'utf8').catch(() => '')).includes('capture --harness claude') ? true : undefined,
-        60_000,
-        100,
-      );
+      await managedHookInstalled(path.join(claudeDir(harnessEnv(a.home)), 'settings.json'), 'claude');
 
       const killed = await killedMidTurn(CODE_WORD, (onSpawn) =>
         runClaude({
@@ -345,26 +225,11 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
       const upload = await uploadedFromA('claude');
 
       // Captured by the agent's sweep, never by the hook (which could not run).
-      const log = captureLog(a.env.BLUE_AGENT_HOME!);
-      const spooled = log.filter((e) => e.event === 'spooled');
-      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([
-        expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' }),
-      ]);
+      const log = expectCapturedOnceIdle(upload);
       expect(log.find((e) => e.event === 'built')).toMatchObject({ capture_reason: 'idle' });
 
       const command = await resumeOnB(upload.id, bin);
-      stub.clear();
-      const resumed = await runClaude({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/messages');
+      await resumedOnB(command.slice(1), MODEL_PATH, claudeRun(bin));
     },
     TEST_TIMEOUT_MS,
   );
@@ -377,57 +242,21 @@ describe('a session captured under `redact: secrets` restores and resumes with t
   it(
     'Claude Code',
     async () => {
-      const {
-        a,
-        b,
-        stack,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { stack, stub, reconcileOnA, firstOnA, uploadedFromA, resumeOnB, resumedOnB } = w;
       const token = 'ghp_R8d3Kq9Lm2Xv7Zt4Wp6Yb1Nc5Hs0Gj3Fa8Ue';
       stack.server.store.publishPolicy(
         { session_upload: { presign_url: `${stack.proxy.url}/session-uploads/presign`, redact: 'secrets' } },
         Date.now(),
       );
       const bin = harnessBin('claude');
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['claude'] })).harnesses[0]).toMatchObject({
-        state: 'active',
-      });
-      const first = await runClaude({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: `${FIRST_PROMPT} My token is ${token}.`,
-        stubUrl: stub.url,
-        env: a.env,
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
+      expect(await reconcileOnA(bin, 'claude')).toMatchObject({ state: 'active' });
+      await firstOnA((place) => runClaude({ bin, ...place, prompt: `${place.prompt} My token is ${token}.` }));
       const upload = await uploadedFromA('claude');
       expect(gunzipSync(await stack.download(upload.id)).includes(token)).toBe(false);
 
       const command = await resumeOnB(upload.id, bin);
-      stub.clear();
-      const resumed = await runClaude({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/messages');
-      const sent = stub.textSentTo('/v1/messages');
+      await resumedOnB(command.slice(1), MODEL_PATH, claudeRun(bin));
+      const sent = stub.textSentTo(MODEL_PATH);
       expect(sent).toContain('[REDACTED:GITHUB_TOKEN]');
       expect(sent).not.toContain(token);
     },

@@ -8,19 +8,23 @@ import { mkdir, readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
-import { reconcile } from '../../../src/reconcile/index.js';
-import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import {
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
-  type Payload,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
+import { appendStdinCommand, harnessEnv } from '../../../../../test/support/run-harness.js';
 import { appendCodexHook, codexHome, runCodex, writeCodexProviderConfig } from './rig.js';
+
+const MODEL_PATH = '/v1/responses';
+/** `codex exec` of the locked version (or `bin`); `hooksTrusted`: as a user who trusted the managed hook. */
+const codexRun =
+  (bin = harnessBin('codex'), hooksTrusted = false): SessionRun =>
+  (place) =>
+    runCodex({ bin, ...place, ...(hooksTrusted ? { bypassHookTrust: true } : {}), writeConfig: false });
 
 describe('Codex offline session', () => {
   const w = useOfflineSession();
@@ -29,31 +33,18 @@ describe('Codex offline session', () => {
   it(
     'runs `codex exec` against the stub and fires a user SessionEnd hook when hook trust is bypassed',
     async () => {
-      const { t, stub, cwd, hookOut, explain, expectSessionOk, SESSION_TIMEOUT_MS } = w;
+      const { t, stub, cwd, hookOut, explain, expectSessionOk, session, userHookPayload } = w;
       const env = harnessEnv(t.home);
       const dir = codexHome(env);
       // Provider first, hooks appended after it: the order a later reconcile also produces.
       await writeCodexProviderConfig(dir, stub.url);
       const configFile = await appendCodexHook(dir, 'SessionEnd', appendStdinCommand(hookOut), 3);
 
-      const result = await runCodex({
-        bin: harnessBin('codex'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        bypassHookTrust: true,
-        timeoutMs: SESSION_TIMEOUT_MS,
-      });
+      const result = await session((place) => runCodex({ bin: harnessBin('codex'), ...place, bypassHookTrust: true }));
       expectSessionOk(result);
-      expect(stub.requestsTo('/v1/responses', 'POST').length, explain(result)).toBeGreaterThan(0);
+      expect(stub.requestsTo(MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
 
-      const payloads = (await waitFor('the SessionEnd hook output', async () => {
-        const lines = (await readJsonLines(hookOut)) as Payload[];
-        return lines.some((p) => p.hook_event_name === 'SessionEnd') ? lines : undefined;
-      })) as Payload[];
-      const end = payloads.find((p) => p.hook_event_name === 'SessionEnd')!;
+      const end = await userHookPayload();
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd' });
       expect(end.session_id).toMatch(/^[0-9a-f-]{36}$/);
       if (end.transcript_path !== null) {
@@ -77,20 +68,12 @@ describe('Codex offline session', () => {
   it(
     'skips a user hook that was never trusted, silently',
     async () => {
-      const { t, stub, cwd, hookOut, expectSessionOk, SESSION_TIMEOUT_MS } = w;
+      const { t, stub, hookOut, expectSessionOk, session } = w;
       const dir = codexHome(harnessEnv(t.home));
       await writeCodexProviderConfig(dir, stub.url);
       await appendCodexHook(dir, 'SessionEnd', appendStdinCommand(hookOut), 3);
 
-      const result = await runCodex({
-        bin: harnessBin('codex'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-      });
+      const result = await session((place) => runCodex({ bin: harnessBin('codex'), ...place }));
       expectSessionOk(result);
       expect(existsSync(hookOut), 'an untrusted hook ran').toBe(false);
     },
@@ -105,30 +88,19 @@ describe('reconcile with the real CLI', () => {
   it(
     'Codex fires the managed SessionEnd hook and the user hook (trust bypassed), and reports awaiting_trust until then',
     async () => {
-      const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain } = w;
+      const { t, stub, userOut, reconcileHarness, session, expectOneSessionEnd, expectUserHookFor, explain } = w;
       const bin = harnessBin('codex');
       const dir = codexHome(harnessEnv(t.home));
       await writeCodexProviderConfig(dir, stub.url);
       await appendCodexHook(dir, 'SessionEnd', appendStdinCommand(userOut), 3);
 
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['codex'] });
-      expect(report.harnesses[0]).toMatchObject({
+      expect(await reconcileHarness(bin, 'codex')).toMatchObject({
         state: 'awaiting_trust',
         action: 'create',
         profile: 'codex-v0_145_0',
       });
 
-      const result = await runCodex({
-        bin,
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        bypassHookTrust: true,
-        writeConfig: false,
-        timeoutMs: 60_000,
-      });
+      const result = await session(codexRun(bin, true));
       expect(result.exitCode, explain(result)).toBe(0);
 
       const calls = await expectOneSessionEnd('codex', 'codex-v0_145_0');
@@ -146,35 +118,18 @@ describe('capture with the real CLI', () => {
   it(
     'Codex: SessionEnd -> capture -> worker -> a ready, verified bundle',
     async () => {
-      const { t, stub, cwd, policy, agentContext, explain, oneFinishedCapture, expectVerifiedBundle } = w;
+      const { t, stub, reconcileHarness, session, explain, expectOneReadyBundle } = w;
       const bin = harnessBin('codex');
       const dir = codexHome(harnessEnv(t.home));
       await writeCodexProviderConfig(dir, stub.url);
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['codex'] });
-      expect(report.harnesses[0]).toMatchObject({ profile: 'codex-v0_145_0' });
+      expect(await reconcileHarness(bin, 'codex')).toMatchObject({ profile: 'codex-v0_145_0' });
 
       const prompt = 'List three prime numbers.';
-      const result = await runCodex({
-        bin,
-        home: t.home,
-        cwd,
-        prompt,
-        stubUrl: stub.url,
-        env: t.env,
-        bypassHookTrust: true,
-        writeConfig: false,
-        timeoutMs: 60_000,
-      });
+      const result = await session(codexRun(bin, true), { prompt });
       expect(result.exitCode, explain(result)).toBe(0);
 
-      const { state, record } = await oneFinishedCapture();
-      expect(state, JSON.stringify(record)).toBe('ready');
-      expect(record).toMatchObject({
-        harness: 'codex',
-        profile: 'codex-v0_145_0',
-        payload: { cwd, hook_event_name: 'SessionEnd' },
-      });
-      await expectVerifiedBundle(record, 'codex', 'codex-v0_145_0', { title: prompt, summary: prompt });
+      const capture = { harness: 'codex', profile: 'codex-v0_145_0' };
+      await expectOneReadyBundle(result, capture, { title: prompt, summary: prompt });
     },
     TEST_TIMEOUT_MS,
   );
@@ -198,32 +153,10 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'Codex: codex exec resume <id> in the destination continues the restored rollout',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentContext,
-        explain,
-        expectResumedWithHistory,
-        bundleFromA,
-        restoreIntoB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, sourceCwd, agentContext, firstOnA, resumedOnB, bundleFromA, restoreIntoB } = w;
       const bin = harnessBin('codex');
       // Both machines in a time zone far from UTC: Codex names the rollout by local time, and so does the restore.
-      const first = await runCodex({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: { TZ: CHATHAM },
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
+      await firstOnA((place) => runCodex({ bin, ...place, env: { TZ: CHATHAM } }));
       const sessions = path.join(codexHome(harnessEnv(a.home)), 'sessions');
       const rollouts = (await readdir(sessions, { recursive: true })).filter((n) => /rollout-.*\.jsonl$/.test(n));
       expect(rollouts).toHaveLength(1);
@@ -246,17 +179,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       );
       expect(placed).toEqual(rollouts);
 
-      stub.clear();
-      const resumed = await runCodex({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: ['resume', id],
-        stubUrl: stub.url,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/responses');
+      await resumedOnB(['resume', id], MODEL_PATH, (place) => runCodex({ bin, ...place }));
     },
     TEST_TIMEOUT_MS,
   );
@@ -269,58 +192,19 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Codex',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, stub, expectRoundTrip } = w;
       const bin = harnessBin('codex');
       await writeCodexProviderConfig(codexHome(harnessEnv(a.home)), stub.url);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['codex'] })).harnesses[0]).toMatchObject({
-        profile: 'codex-v0_145_0',
+      await expectRoundTrip('codex', bin, {
+        reconciled: { profile: 'codex-v0_145_0' },
+        // The managed hook is not trusted in this fresh CODEX_HOME: the run bypasses trust, as a user who trusted it.
+        first: codexRun(bin, true),
+        prepareB: () => writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url),
+        command: (id) => ['codex', 'resume', id],
+        // Headless, `codex exec resume <id>` is the same resume the command names.
+        resume: codexRun(bin),
+        modelPath: MODEL_PATH,
       });
-      // The managed hook is not trusted in this fresh CODEX_HOME: the run bypasses trust, as a user who trusted it.
-      const first = await runCodex({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: a.env,
-        bypassHookTrust: true,
-        writeConfig: false,
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('codex');
-
-      await writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url);
-      const command = await resumeOnB(upload.id, bin);
-      expect(command).toEqual(['codex', 'resume', upload.native_session_id]);
-
-      stub.clear();
-      // Headless, `codex exec resume <id>` is the same resume the command names.
-      const resumed = await runCodex({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        writeConfig: false,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/responses');
     },
     TEST_TIMEOUT_MS,
   );
@@ -337,36 +221,13 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
   it(
     'Codex',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        startAgentOnA,
-        killedMidTurn,
-        agentLog,
-        CODE_WORD,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, stub, sourceCwd, explain, uploadedFromA, resumeOnB, resumedOnB, startAgentOnA } = w;
+      const { managedHookInstalled, killedMidTurn, expectCapturedOnceIdle, CODE_WORD, FIRST_PROMPT } = w;
       const bin = harnessBin('codex');
       const home = codexHome(harnessEnv(a.home));
       await writeCodexProviderConfig(home, stub.url);
       await startAgentOnA(bin, 4_000);
-      await waitFor(
-        'the managed hook, installed by the agent',
-        async () =>
-          (await readFile(path.join(home, 'config.toml'), 'utf8').catch(() => '')).includes('capture --harness codex')
-            ? true
-            : undefined,
-        60_000,
-        100,
-      );
+      await managedHookInstalled(path.join(home, 'config.toml'), 'codex');
 
       // Hook trust bypassed, as a user who trusted the hook: only the kill keeps it from running.
       const killed = await killedMidTurn(CODE_WORD, (onSpawn) =>
@@ -386,27 +247,11 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
       expect(killed.signal, explain(killed)).toBe('SIGKILL');
       const upload = await uploadedFromA('codex');
 
-      const log = captureLog(a.env.BLUE_AGENT_HOME!);
-      const spooled = log.filter((e) => e.event === 'spooled');
-      expect(spooled, `${JSON.stringify(log)}\n${agentLog()}`).toEqual([
-        expect.objectContaining({ session_id: upload.native_session_id, capture_reason: 'idle' }),
-      ]);
+      expectCapturedOnceIdle(upload);
 
       await writeCodexProviderConfig(codexHome(harnessEnv(b.home)), stub.url);
       const command = await resumeOnB(upload.id, bin);
-      stub.clear();
-      const resumed = await runCodex({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        writeConfig: false,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/responses');
+      await resumedOnB(command.slice(1), MODEL_PATH, codexRun(bin));
     },
     TEST_TIMEOUT_MS,
   );

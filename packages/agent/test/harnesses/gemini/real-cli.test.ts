@@ -11,19 +11,17 @@ import { describe, expect, it } from 'vitest';
 import { readGeminiChat } from '@blue-agent/contract/harnesses/gemini/chat.js';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
 import { requireProfiles, selectInterval } from '@blue-agent/contract/profiles/index.js';
-import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { shippedProfiles } from '../../../../../test/support/restore-homes.js';
 import { harnessBin, lockedVersions } from '../../../../../test/support/harness-bins.js';
 import {
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
-  type Payload,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
+import { appendStdinCommand, harnessEnv } from '../../../../../test/support/run-harness.js';
 import {
   addGeminiUserHook,
   GEMINI_MODEL_PATH,
@@ -36,6 +34,11 @@ import {
 const OLDEST = lockedVersions('gemini')[0]!;
 /** The oldest and the newest locked version (the certification runs every one). */
 const ENDS = [OLDEST, lockedVersions('gemini').at(-1)!];
+/** `gemini -p` of `bin`, on the settings the step wrote (a runner without them writes its own). */
+const geminiRun =
+  (bin: string): SessionRun =>
+  (place) =>
+    runGemini({ bin, ...place, writeSettings: false });
 
 describe('Gemini CLI offline session', () => {
   const w = useOfflineSession();
@@ -44,27 +47,15 @@ describe('Gemini CLI offline session', () => {
   it(
     'runs `gemini -p` against the stub and fires a user SessionEnd hook naming its chat',
     async () => {
-      const { t, stub, cwd, hookOut, explain, expectSessionOk, SESSION_TIMEOUT_MS } = w;
+      const { t, stub, cwd, hookOut, explain, expectSessionOk, session, userHookPayload } = w;
       const dir = geminiDir(harnessEnv(t.home));
       await addGeminiUserHook(dir, 'SessionEnd', appendStdinCommand(hookOut));
 
-      const result = await runGemini({
-        bin: harnessBin('gemini'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-      });
+      const result = await session((place) => runGemini({ bin: harnessBin('gemini'), ...place }));
       expectSessionOk(result);
       expect(stub.requestsTo(GEMINI_MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
 
-      const payloads = (await waitFor('the SessionEnd hook output', async () => {
-        const lines = (await readJsonLines(hookOut)) as Payload[];
-        return lines.some((p) => p.hook_event_name === 'SessionEnd') ? lines : undefined;
-      })) as Payload[];
-      const end = payloads.find((p) => p.hook_event_name === 'SessionEnd')!;
+      const end = await userHookPayload();
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd', reason: 'exit' });
       expect(end.session_id).toMatch(/^[0-9a-f-]{36}$/);
       const chats = path.join(dir, 'tmp', slugify(path.basename(cwd)), 'chats');
@@ -86,30 +77,20 @@ describe('reconcile with the real CLI', () => {
     it(
       `Gemini CLI ${version} fires the managed SessionEnd hook and the user hook`,
       async () => {
-        const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain, REPLY } =
-          w;
+        const { t, userOut, reconcileHarness, session, expectOneSessionEnd, expectUserHookFor, explain, REPLY } = w;
         const bin = harnessBin('gemini', version);
         const dir = geminiDir(harnessEnv(t.home));
         await writeGeminiSettings(dir, version);
         await addGeminiUserHook(dir, 'SessionEnd', appendStdinCommand(userOut));
 
-        const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['gemini'] });
-        expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create' });
-        const profile = report.harnesses[0]!.profile!;
+        const report = await reconcileHarness(bin, 'gemini');
+        expect(report).toMatchObject({ state: 'active', action: 'create' });
+        const profile = report.profile!;
         const settings = JSON.parse(await readFile(path.join(dir, 'settings.json'), 'utf8')) as Record<string, any>;
         // The switch this version needs before it runs any hook comes with the managed one; newer ones need none.
         expect(settings.tools?.enableHooks === true).toBe(profile === 'gemini-v0_21_0');
 
-        const result = await runGemini({
-          bin,
-          home: t.home,
-          cwd,
-          prompt: 'Say hello.',
-          stubUrl: stub.url,
-          env: t.env,
-          timeoutMs: 90_000,
-          writeSettings: false,
-        });
+        const result = await session(geminiRun(bin), { timeoutMs: 90_000 });
         expect(result.exitCode, explain(result)).toBe(0);
         expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -130,25 +111,16 @@ describe('capture with the real CLI', () => {
     it(
       `Gemini CLI ${version}: SessionEnd -> capture -> worker -> one ready, verified bundle`,
       async () => {
-        const { t, stub, cwd, policy, stateDir, agentContext, explain, finishedCaptures, expectVerifiedBundle, REPLY } =
+        const { t, cwd, stateDir, reconcileHarness, session, explain, finishedCaptures, expectVerifiedBundle, REPLY } =
           w;
         const bin = harnessBin('gemini', version);
         await writeGeminiSettings(geminiDir(harnessEnv(t.home)), version);
-        const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['gemini'] });
-        expect(report.harnesses[0]).toMatchObject({ state: 'active' });
-        const profile = report.harnesses[0]!.profile!;
+        const report = await reconcileHarness(bin, 'gemini');
+        expect(report).toMatchObject({ state: 'active' });
+        const profile = report.profile!;
 
         const prompt = 'Summarise the README in one line.';
-        const result = await runGemini({
-          bin,
-          home: t.home,
-          cwd,
-          prompt,
-          stubUrl: stub.url,
-          env: t.env,
-          timeoutMs: 90_000,
-          writeSettings: false,
-        });
+        const result = await session(geminiRun(bin), { prompt, timeoutMs: 90_000 });
         expect(result.exitCode, explain(result)).toBe(0);
         expect(result.stdout, explain(result)).toContain(REPLY);
 
@@ -184,31 +156,10 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       `Gemini CLI: captured by ${captured}, gemini --resume <id> -p by the newest in the destination continues the ` +
         `conversation`,
       async () => {
-        const {
-          a,
-          b,
-          stub,
-          sourceCwd,
-          destination,
-          agentContext,
-          explain,
-          expectResumedWithHistory,
-          bundleFromA,
-          restoreIntoB,
-          FIRST_PROMPT,
-          SECOND_PROMPT,
-        } = w;
+        const { a, b, sourceCwd, destination, agentContext, firstOnA, resumedOnB, bundleFromA, restoreIntoB } = w;
         const binA = harnessBin('gemini', captured);
         const binB = harnessBin('gemini', to);
-        const first = await runGemini({
-          bin: binA,
-          home: a.home,
-          cwd: sourceCwd,
-          prompt: FIRST_PROMPT,
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-        });
-        expect(first.exitCode, explain(first)).toBe(0);
+        await firstOnA((place) => runGemini({ bin: binA, ...place }));
         const tmp = path.join(geminiDir(harnessEnv(a.home)), 'tmp');
         const folder = (await readdir(tmp)).find((n) => existsSync(path.join(tmp, n, 'chats')))!;
         const chats = await readdir(path.join(tmp, folder, 'chats'));
@@ -234,18 +185,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         );
         expect(existsSync(path.join(geminiDir(harnessEnv(b.home)), 'tmp', projectHash(destination)))).toBe(false);
 
-        stub.clear();
-        const resumed = await runGemini({
-          bin: binB,
-          home: b.home,
-          cwd: destination,
-          prompt: SECOND_PROMPT,
-          args: restored.resumeArgv.slice(1),
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-          writeSettings: false,
-        });
-        expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
+        await resumedOnB(restored.resumeArgv.slice(1), GEMINI_MODEL_PATH, geminiRun(binB));
       },
       TEST_TIMEOUT_MS,
     );
@@ -259,56 +199,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Gemini CLI',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, expectRoundTrip } = w;
       const bin = harnessBin('gemini');
       const version = geminiVersionOf(bin);
       await writeGeminiSettings(geminiDir(harnessEnv(a.home)), version);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['gemini'] })).harnesses[0]).toMatchObject({
-        state: 'active',
+      await expectRoundTrip('gemini', bin, {
+        first: geminiRun(bin),
+        prepareB: () => writeGeminiSettings(geminiDir(harnessEnv(b.home)), version),
+        command: (id) => ['gemini', '--resume', id],
+        resume: geminiRun(bin),
+        modelPath: GEMINI_MODEL_PATH,
       });
-      const first = await runGemini({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: a.env,
-        timeoutMs: 90_000,
-        writeSettings: false,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('gemini');
-
-      await writeGeminiSettings(geminiDir(harnessEnv(b.home)), version);
-      const command = await resumeOnB(upload.id, bin);
-      expect(command).toEqual(['gemini', '--resume', upload.native_session_id]);
-
-      stub.clear();
-      const resumed = await runGemini({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-        writeSettings: false,
-      });
-      expectResumedWithHistory(resumed, GEMINI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );

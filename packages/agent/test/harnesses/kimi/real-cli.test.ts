@@ -14,17 +14,16 @@ import { parse as parseToml } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { kimiCodeWorkDirKey } from '../../../src/harnesses/kimi/workdir.js';
 import { buildManagedHook } from '../../../src/harness-kit/signature.js';
-import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog, spoolFiles } from '../../../../../test/support/cli-process.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import {
+  type Payload,
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
-  type Payload,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
 import {
   appendStdinCommand,
   harnessEnv,
@@ -42,6 +41,12 @@ const ENDS = [
   { version: OLDEST, profile: 'kimi-v0_10_0', event: 'SessionEnd' },
   { version: NEWEST, profile: 'kimi-v2_0_2', event: 'Stop' },
 ] as const;
+
+/** `kimi -p` of `bin`, on the config the step wrote. */
+const kimiHeadless =
+  (bin: string): SessionRun =>
+  (place) =>
+    runKimiHeadless({ bin, ...place, writeConfig: false });
 
 const events = async (file: string) => ((await readJsonLines(file)) as Payload[]).map((p) => p.hook_event_name);
 
@@ -127,14 +132,18 @@ describe('reconcile with the real CLI', () => {
     it(
       `Kimi Code ${version} fires the managed ${event} hook and the user's when an interactive session ends`,
       async () => {
-        const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain } = w;
+        const { t, stub, cwd, userOut, reconcileHarness, expectOneSessionEnd, expectUserHookFor, explain } = w;
         const bin = harnessBin('kimi', version);
         const home = kimiCodeHome(harnessEnv(t.home));
         await writeKimiCodeConfig(home, stub.url);
         await appendKimiHook(home, event, appendStdinCommand(userOut));
 
-        const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] });
-        expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile, version });
+        expect(await reconcileHarness(bin, 'kimi')).toMatchObject({
+          state: 'active',
+          action: 'create',
+          profile,
+          version,
+        });
 
         const result = await runKimi({
           bin,
@@ -156,7 +165,7 @@ describe('reconcile with the real CLI', () => {
   it(
     `Kimi Code ${NEWEST}: the table \`kimi migrate\` copied from kimi-cli is repaired in place, and kimi-cli's goes`,
     async () => {
-      const { t, stub, cwd, policy, recorder, agentContext, managedCalls, explain } = w;
+      const { t, stub, cwd, recorder, reconcileHarness, managedCallsSeen, explain } = w;
       const bin = harnessBin('kimi', NEWEST);
       const env = harnessEnv(t.home);
       // kimi-cli's config, as reconcile left it there, with the user's own hook.
@@ -183,8 +192,7 @@ describe('reconcile with the real CLI', () => {
       expect(copied).toContain('kimi-v1_28_0');
       await writeKimiCodeConfig(home, stub.url);
 
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
+      expect(await reconcileHarness(bin, 'kimi')).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
       const hooks = (
         parseToml(await readFile(path.join(home, 'config.toml'), 'utf8')) as {
           hooks: { event: string; command: string }[];
@@ -207,11 +215,7 @@ describe('reconcile with the real CLI', () => {
         writeConfig: false,
       });
       expect(result.exitCode, explain(result)).toBe(0);
-      const calls = await waitFor(
-        'the managed hook',
-        async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined),
-        10_000,
-      );
+      const calls = await managedCallsSeen('the managed hook', 10_000);
       expect(calls.map((c) => [c.argv.at(-1), c.payload.hook_event_name])).toEqual([['kimi-v2_0_2', 'Stop']]);
     },
     TEST_TIMEOUT_MS,
@@ -226,12 +230,10 @@ describe('capture with the real CLI', () => {
     `Kimi Code ${NEWEST}, two interactive turns: each Stop spools a capture that waits while Kimi runs; once it ` +
       `exits, one bundle of the last state`,
     async () => {
-      const { t, stub, cwd, policy, stateDir, agentContext, explain, finishedCaptures, expectVerifiedBundle } = w;
+      const { t, stub, cwd, stateDir, reconcileHarness, explain, finishedCaptures, expectVerifiedBundle } = w;
       const bin = harnessBin('kimi', NEWEST);
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(t.home)), stub.url);
-      expect(
-        (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0],
-      ).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
+      expect(await reconcileHarness(bin, 'kimi')).toMatchObject({ state: 'active', profile: 'kimi-v2_0_2' });
 
       const prompt = 'Summarise the README in one line.';
       const seen: string[][] = [];
@@ -301,12 +303,10 @@ describe('capture with the real CLI', () => {
     it(
       `Kimi Code ${version} headless: \`kimi -p\` fires ${event}, and the session is captured once`,
       async () => {
-        const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle } = w;
+        const { t, stub, cwd, stateDir, reconcileHarness, explain, expectOneReadyBundle } = w;
         const bin = harnessBin('kimi', version);
         await writeKimiCodeConfig(kimiCodeHome(harnessEnv(t.home)), stub.url);
-        expect(
-          (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['kimi'] })).harnesses[0],
-        ).toMatchObject({ state: 'active', profile });
+        expect(await reconcileHarness(bin, 'kimi')).toMatchObject({ state: 'active', profile });
         const prompt = 'List the build steps.';
         const result = await runKimiHeadless({
           bin,
@@ -318,10 +318,7 @@ describe('capture with the real CLI', () => {
           writeConfig: false,
         });
         expect(result.exitCode, explain(result)).toBe(0);
-        const { state, record } = await oneFinishedCapture();
-        expect(state, explain(result)).toBe('ready');
-        expect(record).toMatchObject({ harness: 'kimi', profile, payload: { cwd, hook_event_name: event } });
-        await expectVerifiedBundle(record, 'kimi', profile, { title: prompt, summary: prompt });
+        await expectOneReadyBundle(result, { harness: 'kimi', profile, event }, { title: prompt, summary: prompt });
         expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
       },
       TEST_TIMEOUT_MS,
@@ -338,30 +335,9 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       `Kimi Code ${version}: the directory, agent homes and bindings rewritten, \`kimi --session <id> -p\` ` +
         `continues it`,
       async () => {
-        const {
-          a,
-          b,
-          stub,
-          sourceCwd,
-          destination,
-          agentContext,
-          explain,
-          expectResumedWithHistory,
-          bundleFromA,
-          restoreIntoB,
-          FIRST_PROMPT,
-          SECOND_PROMPT,
-        } = w;
+        const { a, b, stub, sourceCwd, destination, agentContext, firstOnA, resumedOnB, bundleFromA, restoreIntoB } = w;
         const bin = harnessBin('kimi', version);
-        const first = await runKimiHeadless({
-          bin,
-          home: a.home,
-          cwd: sourceCwd,
-          prompt: FIRST_PROMPT,
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-        });
-        expect(first.exitCode, explain(first)).toBe(0);
+        await firstOnA((place) => runKimiHeadless({ bin, ...place }));
         const folder = path.join(kimiCodeHome(harnessEnv(a.home)), 'sessions', kimiCodeWorkDirKey(sourceCwd));
         const [id] = await readdir(folder);
         expect(id).toMatch(SESSION_ID);
@@ -379,18 +355,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         expect(state.version === 2 ? state.cwd : (state.workDir ?? destination)).toBe(destination);
         expect(existsSync(path.join(homeB, 'session_index.jsonl'))).toBe(true);
 
-        stub.clear();
-        const resumed = await runKimiHeadless({
-          bin,
-          home: b.home,
-          cwd: destination,
-          prompt: SECOND_PROMPT,
-          args: restored.resumeArgv.slice(1),
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-          writeConfig: false,
-        });
-        expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
+        await resumedOnB(restored.resumeArgv.slice(1), KIMI_MODEL_PATH, kimiHeadless(bin));
       },
       TEST_TIMEOUT_MS,
     );
@@ -404,55 +369,16 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     `Kimi Code ${NEWEST}`,
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, stub, expectRoundTrip } = w;
       const bin = harnessBin('kimi', NEWEST);
       await writeKimiCodeConfig(kimiCodeHome(harnessEnv(a.home)), stub.url);
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['kimi'] })).harnesses[0]).toMatchObject({
-        state: 'active',
+      await expectRoundTrip('kimi', bin, {
+        first: (place) => runKimi({ bin, ...place, timeoutMs: 120_000, writeConfig: false }),
+        prepareB: () => writeKimiCodeConfig(kimiCodeHome(harnessEnv(b.home)), stub.url),
+        command: (id) => ['kimi', '--session', id],
+        resume: kimiHeadless(bin),
+        modelPath: KIMI_MODEL_PATH,
       });
-      const first = await runKimi({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: a.env,
-        timeoutMs: 120_000,
-        writeConfig: false,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('kimi');
-
-      await writeKimiCodeConfig(kimiCodeHome(harnessEnv(b.home)), stub.url);
-      const command = await resumeOnB(upload.id, bin);
-      expect(command).toEqual(['kimi', '--session', upload.native_session_id]);
-
-      stub.clear();
-      const resumed = await runKimiHeadless({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-        writeConfig: false,
-      });
-      expectResumedWithHistory(resumed, KIMI_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );

@@ -7,16 +7,16 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { reconcile } from '../../../src/reconcile/index.js';
 import { applyRestore, prepareRestore } from '../../../src/restore/index.js';
 import { harnessBin, harnessInstall } from '../../../../../test/support/harness-bins.js';
 import {
+  pathWith,
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
 import { harnessEnv, readJsonLines, runProcess, waitFor } from '../../../../../test/support/run-harness.js';
 import { shippedProfiles, snapshot } from '../../../../../test/support/restore-homes.js';
 import {
@@ -29,6 +29,18 @@ import {
   writeOpencodeUserPlugin,
 } from './rig.js';
 
+const MODEL_PATH = '/v1/chat/completions';
+/** `opencode run` of `bin`. */
+const opencodeRun =
+  (bin: string): SessionRun =>
+  (place) =>
+    runOpencode({ bin, ...place });
+/** `opencode run` of `bin` with OpenCode on the PATH its plugin passes down (the capture runs `opencode export`). */
+const opencodeOnPath =
+  (bin: string): SessionRun =>
+  (place) =>
+    runOpencode({ bin, ...place, env: { ...place.env, PATH: pathWith(bin) } });
+
 describe('OpenCode offline session', () => {
   const w = useOfflineSession();
   const { TEST_TIMEOUT_MS } = w;
@@ -36,23 +48,15 @@ describe('OpenCode offline session', () => {
   it(
     'runs `opencode run` against the stub and delivers session.idle to a user plugin',
     async () => {
-      const { t, stub, cwd, hookOut, explain, expectSessionOk, SESSION_TIMEOUT_MS } = w;
+      const { t, stub, cwd, hookOut, explain, expectSessionOk, session } = w;
       const install = harnessInstall('opencode');
       const env = harnessEnv(t.home);
       const dir = opencodeConfigDir(env);
       await writeOpencodeUserPlugin(dir, hookOut);
 
-      const result = await runOpencode({
-        bin: install.bin,
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-      });
+      const result = await session(opencodeRun(install.bin));
       expectSessionOk(result);
-      expect(stub.requestsTo('/v1/chat/completions', 'POST').length, explain(result)).toBeGreaterThan(0);
+      expect(stub.requestsTo(MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
 
       type Event = {
         type: string;
@@ -85,30 +89,21 @@ describe('reconcile with the real CLI', () => {
   it(
     'OpenCode loads the managed plugin, which calls capture once for the top-level session, beside a user plugin',
     async () => {
-      const { t, stub, cwd, userOut, policy, agentContext, managedCalls, explain } = w;
+      const { t, cwd, userOut, reconcileHarness, session, managedCalls, managedCallsSeen, explain } = w;
       const bin = harnessBin('opencode');
       const dir = opencodeConfigDir(harnessEnv(t.home));
       await writeOpencodeUserPlugin(dir, userOut);
 
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['opencode'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile: 'opencode-v1_2_0' });
-
-      const result = await runOpencode({
-        bin,
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: 60_000,
+      expect(await reconcileHarness(bin, 'opencode')).toMatchObject({
+        state: 'active',
+        action: 'create',
+        profile: 'opencode-v1_2_0',
       });
+
+      const result = await session(opencodeRun(bin));
       expect(result.exitCode, explain(result)).toBe(0);
 
-      const calls = await waitFor(
-        'the managed plugin',
-        async () => ((await managedCalls()).length > 0 ? managedCalls() : undefined),
-        15_000,
-      );
+      const calls = await managedCallsSeen('the managed plugin', 15_000);
       expect(calls[0]!.argv).toEqual(['capture', '--harness', 'opencode', '--profile', 'opencode-v1_2_0']);
       expect(calls[0]!.payload).toMatchObject({ hook_event_name: 'session.idle', cwd });
       expect(calls[0]!.payload.session_id).toMatch(/^ses_/);
@@ -131,27 +126,19 @@ describe('capture with the real CLI', () => {
   it(
     'OpenCode: session.idle plugin -> capture -> worker (opencode export) -> a ready, verified bundle',
     async () => {
-      const { t, stub, cwd, policy, agentContext, explain, oneFinishedCapture, expectVerifiedBundle, REPLY } = w;
+      const { reconcileHarness, session, explain, expectOneReadyBundle, REPLY } = w;
       const bin = harnessBin('opencode');
-      const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['opencode'] });
-      expect(report.harnesses[0]).toMatchObject({ state: 'active', profile: 'opencode-v1_2_0' });
+      expect(await reconcileHarness(bin, 'opencode')).toMatchObject({ state: 'active', profile: 'opencode-v1_2_0' });
 
       const prompt = 'Name a colour of the rainbow.';
       // The worker runs `opencode export`, so OpenCode must be on the PATH the plugin passes down.
-      const env = { ...t.env, PATH: `${path.dirname(bin)}:${path.dirname(process.execPath)}:/usr/bin:/bin` };
-      const result = await runOpencode({ bin, home: t.home, cwd, prompt, stubUrl: stub.url, env, timeoutMs: 60_000 });
+      const result = await session(opencodeOnPath(bin), { prompt });
       expect(result.exitCode, explain(result)).toBe(0);
 
-      const { state, record } = await oneFinishedCapture(90_000);
-      expect(state, JSON.stringify(record)).toBe('ready');
-      expect(record).toMatchObject({
-        harness: 'opencode',
-        profile: 'opencode-v1_2_0',
-        payload: { cwd, hook_event_name: 'session.idle' },
-      });
-      expect(record.payload.session_id).toMatch(/^ses_/);
       // OpenCode asks its (stub) model for a session title: that native title wins; the prompt is the preview.
-      await expectVerifiedBundle(record, 'opencode', 'opencode-v1_2_0', { title: REPLY, summary: prompt });
+      const capture = { harness: 'opencode', profile: 'opencode-v1_2_0', event: 'session.idle', timeoutMs: 90_000 };
+      const record = await expectOneReadyBundle(result, capture, { title: REPLY, summary: prompt });
+      expect(record.payload.session_id).toMatch(/^ses_/);
     },
     TEST_TIMEOUT_MS,
   );
@@ -164,35 +151,14 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
   it(
     'OpenCode: opencode import in the destination, then opencode run --session <id> continues the conversation',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentContext,
-        explain,
-        expectResumedWithHistory,
-        bundleFromA,
-        restoreIntoB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, stub, sourceCwd, destination, agentContext, firstOnA, resumedOnB, bundleFromA, restoreIntoB } = w;
       const bin = harnessBin('opencode');
       const env = {
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         OPENCODE_DISABLE_MODELS_FETCH: '1',
         OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
       };
-      const first = await runOpencode({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        timeoutMs: 90_000,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
+      await firstOnA(opencodeRun(bin));
       const listEnv = harnessEnv(a.home, env);
       const list = await runProcess(bin, ['session', 'list', '--format', 'json'], {
         env: listEnv,
@@ -218,17 +184,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       expect((await applyRestore(ctx, again)).sessionId).toBe(id);
       await again.dispose();
 
-      stub.clear();
-      const resumed = await runOpencode({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: ['--session', id],
-        stubUrl: stub.url,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/chat/completions');
+      await resumedOnB(['--session', id], MODEL_PATH, opencodeRun(bin));
       // Nothing of the restore is left in B's OpenCode config folder.
       expect(Object.keys(await snapshot(configDir)).filter((k) => k.includes('.blue-agent-restore'))).toEqual([]);
     },
@@ -243,56 +199,20 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'OpenCode',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        pathWith,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { b, stub, expectRoundTrip } = w;
       const bin = harnessBin('opencode');
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['opencode'] })).harnesses[0]).toMatchObject(
-        { state: 'active' },
-      );
-      // The capture worker runs `opencode export`: OpenCode must be on the PATH the plugin passes down.
-      const first = await runOpencode({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: { ...a.env, PATH: pathWith(bin) },
-        timeoutMs: 90_000,
+      await expectRoundTrip('opencode', bin, {
+        first: opencodeOnPath(bin),
+        prepareB: async () => {
+          const configDir = opencodeConfigDir(harnessEnv(b.home));
+          await writeOpencodeProviderConfig(configDir, stub.url);
+          await seedOpencodeConfigDeps(configDir, opencodeDepsFor(bin));
+        },
+        resumeEnv: OPENCODE_ENV,
+        command: (id) => ['opencode', '--session', id],
+        resume: opencodeRun(bin),
+        modelPath: MODEL_PATH,
       });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('opencode');
-
-      const configDir = opencodeConfigDir(harnessEnv(b.home));
-      await writeOpencodeProviderConfig(configDir, stub.url);
-      await seedOpencodeConfigDeps(configDir, opencodeDepsFor(bin));
-      const command = await resumeOnB(upload.id, bin, OPENCODE_ENV);
-      expect(command).toEqual(['opencode', '--session', upload.native_session_id]);
-
-      stub.clear();
-      const resumed = await runOpencode({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-      });
-      expectResumedWithHistory(resumed, '/v1/chat/completions');
     },
     TEST_TIMEOUT_MS,
   );

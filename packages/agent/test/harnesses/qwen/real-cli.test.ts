@@ -10,21 +10,29 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
-import { reconcile } from '../../../src/reconcile/index.js';
 import { captureLog } from '../../../../../test/support/cli-process.js';
 import { harnessBin, lockedVersions } from '../../../../../test/support/harness-bins.js';
 import {
+  type SessionRun,
   useCaptureHome,
   useOfflineSession,
-  type Payload,
   useReconcileHome,
-  useRestoreRoundTrip,
-  useResumeRoundTrip,
 } from '../../../../../test/support/real-cli.js';
-import { appendStdinCommand, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { useRestoreRoundTrip, useResumeRoundTrip } from '../../../../../test/support/real-cli-round-trips.js';
+import { appendStdinCommand, harnessEnv, readJsonLines } from '../../../../../test/support/run-harness.js';
 import { addQwenUserHook, QWEN_MODEL_PATH, qwenHome, runQwen, runQwenHeadless, writeQwenSettings } from './rig.js';
 
 const ENDS = [lockedVersions('qwen')[0]!, lockedVersions('qwen').at(-1)!];
+/** `qwen -p` of `bin`, on the settings the step wrote. */
+const qwenHeadless =
+  (bin: string): SessionRun =>
+  (place) =>
+    runQwenHeadless({ bin, ...place, writeSettings: false });
+/** An interactive `qwen` of `bin` closed with /quit (what fires its end hook), on the settings the step wrote. */
+const qwenInteractive =
+  (bin: string): SessionRun =>
+  (place) =>
+    runQwen({ bin, ...place, writeSettings: false });
 
 describe('Qwen Code offline session', () => {
   const w = useOfflineSession();
@@ -33,39 +41,19 @@ describe('Qwen Code offline session', () => {
   it(
     'an interactive session closed with /quit fires a user SessionEnd hook naming its transcript; `qwen -p` fires none',
     async () => {
-      const { t, stub, cwd, hookOut, explain, SESSION_TIMEOUT_MS } = w;
+      const { t, stub, cwd, hookOut, explain, session, userHookPayload } = w;
       const home = qwenHome(harnessEnv(t.home));
       await writeQwenSettings(home);
       await addQwenUserHook(home, 'SessionEnd', appendStdinCommand(hookOut));
 
-      const headless = await runQwenHeadless({
-        bin: harnessBin('qwen'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-        writeSettings: false,
-      });
+      const headless = await session(qwenHeadless(harnessBin('qwen')));
       expect(headless.exitCode, explain(headless)).toBe(0);
       expect(await readJsonLines(hookOut)).toEqual([]);
 
-      const result = await runQwen({
-        bin: harnessBin('qwen'),
-        home: t.home,
-        cwd,
-        prompt: 'Say hello.',
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: SESSION_TIMEOUT_MS,
-        writeSettings: false,
-      });
+      const result = await session(qwenInteractive(harnessBin('qwen')));
       expect(result.exitCode, explain(result)).toBe(0);
       expect(stub.requestsTo(QWEN_MODEL_PATH, 'POST').length, explain(result)).toBeGreaterThan(0);
-      const end = (await waitFor('the SessionEnd hook output', async () =>
-        ((await readJsonLines(hookOut)) as Payload[]).find((p) => p.hook_event_name === 'SessionEnd'),
-      ))!;
+      const end = await userHookPayload();
       expect(end).toMatchObject({ cwd, hook_event_name: 'SessionEnd', reason: 'prompt_input_exit' });
       expect(end.transcript_path).toBe(
         path.join(home, 'projects', qwenProjectKey(cwd), 'chats', `${end.session_id as string}.jsonl`),
@@ -84,27 +72,18 @@ describe('reconcile with the real CLI', () => {
     it(
       `Qwen Code ${version} fires the managed SessionEnd hook and the user hook when the session closes`,
       async () => {
-        const { t, stub, cwd, userOut, policy, agentContext, expectOneSessionEnd, expectUserHookFor, explain } = w;
+        const { t, userOut, reconcileHarness, session, expectOneSessionEnd, expectUserHookFor, explain } = w;
         const bin = harnessBin('qwen', version);
         const home = qwenHome(harnessEnv(t.home));
         await writeQwenSettings(home);
         await addQwenUserHook(home, 'SessionEnd', appendStdinCommand(userOut));
         const before = await readFile(path.join(home, 'settings.json'), 'utf8');
 
-        const report = await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['qwen'] });
-        expect(report.harnesses[0]).toMatchObject({ state: 'active', action: 'create', profile: 'qwen-v0_15_6' });
-        expect(report.harnesses[0]!.reason).toContain('headless runs');
+        const report = await reconcileHarness(bin, 'qwen');
+        expect(report).toMatchObject({ state: 'active', action: 'create', profile: 'qwen-v0_15_6' });
+        expect(report.reason).toContain('headless runs');
 
-        const result = await runQwen({
-          bin,
-          home: t.home,
-          cwd,
-          prompt: 'Say hello.',
-          stubUrl: stub.url,
-          env: t.env,
-          timeoutMs: 120_000,
-          writeSettings: false,
-        });
+        const result = await session(qwenInteractive(bin), { timeoutMs: 120_000 });
         expect(result.exitCode, explain(result)).toBe(0);
         const calls = await expectOneSessionEnd('qwen', 'qwen-v0_15_6');
         await expectUserHookFor(calls[0]!.payload.session_id!);
@@ -132,34 +111,20 @@ describe('capture with the real CLI', () => {
   it(
     'Qwen Code: SessionEnd -> capture -> worker -> a ready, verified bundle',
     async () => {
-      const { t, stub, cwd, policy, stateDir, agentContext, explain, oneFinishedCapture, expectVerifiedBundle } = w;
+      const { t, stateDir, reconcileHarness, session, explain, expectOneReadyBundle } = w;
       const bin = harnessBin('qwen');
       await writeQwenSettings(qwenHome(harnessEnv(t.home)));
-      expect(
-        (await reconcile(agentContext(bin), { dryRun: false, policyFile: policy, harnesses: ['qwen'] })).harnesses[0],
-      ).toMatchObject({ state: 'active', profile: 'qwen-v0_15_6' });
+      expect(await reconcileHarness(bin, 'qwen')).toMatchObject({ state: 'active', profile: 'qwen-v0_15_6' });
 
       const prompt = 'Summarise the README in one line.';
-      const result = await runQwen({
-        bin,
-        home: t.home,
-        cwd,
-        prompt,
-        stubUrl: stub.url,
-        env: t.env,
-        timeoutMs: 120_000,
-        writeSettings: false,
-      });
+      const result = await session(qwenInteractive(bin), { prompt, timeoutMs: 120_000 });
       expect(result.exitCode, explain(result)).toBe(0);
 
-      const { state, record } = await oneFinishedCapture();
-      expect(state, explain(result)).toBe('ready');
-      expect(record).toMatchObject({
-        harness: 'qwen',
-        profile: 'qwen-v0_15_6',
-        payload: { cwd, hook_event_name: 'SessionEnd' },
-      });
-      await expectVerifiedBundle(record, 'qwen', 'qwen-v0_15_6', { title: prompt, summary: prompt });
+      await expectOneReadyBundle(
+        result,
+        { harness: 'qwen', profile: 'qwen-v0_15_6' },
+        { title: prompt, summary: prompt },
+      );
       expect(captureLog(stateDir).map((l) => l.event)).toEqual(['spooled', 'built']);
     },
     TEST_TIMEOUT_MS,
@@ -175,31 +140,10 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
       `Qwen Code ${captured}'s session: the first record's cwd rewritten, qwen --resume <id> -p by the newest ` +
         `continues it`,
       async () => {
-        const {
-          a,
-          b,
-          stub,
-          sourceCwd,
-          destination,
-          agentContext,
-          explain,
-          expectResumedWithHistory,
-          bundleFromA,
-          restoreIntoB,
-          FIRST_PROMPT,
-          SECOND_PROMPT,
-        } = w;
+        const { a, b, sourceCwd, destination, agentContext, firstOnA, resumedOnB, bundleFromA, restoreIntoB } = w;
         const binA = harnessBin('qwen', captured);
         const binB = harnessBin('qwen');
-        const first = await runQwenHeadless({
-          bin: binA,
-          home: a.home,
-          cwd: sourceCwd,
-          prompt: FIRST_PROMPT,
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-        });
-        expect(first.exitCode, explain(first)).toBe(0);
+        await firstOnA((place) => runQwenHeadless({ bin: binA, ...place }));
         const chats = path.join(qwenHome(harnessEnv(a.home)), 'projects', qwenProjectKey(sourceCwd), 'chats');
         const names = (await readdir(chats)).filter((n) => n.endsWith('.jsonl'));
         expect(names).toHaveLength(1);
@@ -222,18 +166,7 @@ describe('restore with the real CLI, resumed in another HOME and directory', () 
         expect(placed).toBe(original.replace(JSON.stringify(sourceCwd), JSON.stringify(destination)));
         expect(placed.split('\n').slice(1).join('\n')).toBe(original.split('\n').slice(1).join('\n'));
 
-        stub.clear();
-        const resumed = await runQwenHeadless({
-          bin: binB,
-          home: b.home,
-          cwd: destination,
-          prompt: SECOND_PROMPT,
-          args: restored.resumeArgv.slice(1),
-          stubUrl: stub.url,
-          timeoutMs: 90_000,
-          writeSettings: false,
-        });
-        expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
+        await resumedOnB(restored.resumeArgv.slice(1), QWEN_MODEL_PATH, qwenHeadless(binB));
       },
       TEST_TIMEOUT_MS,
     );
@@ -247,55 +180,17 @@ describe('capture on machine A, upload, resume on machine B with the real CLI', 
   it(
     'Qwen Code',
     async () => {
-      const {
-        a,
-        b,
-        stub,
-        sourceCwd,
-        destination,
-        agentOn,
-        explain,
-        expectResumedWithHistory,
-        uploadedFromA,
-        resumeOnB,
-        FIRST_PROMPT,
-        SECOND_PROMPT,
-      } = w;
+      const { a, b, expectRoundTrip } = w;
       const bin = harnessBin('qwen');
       await writeQwenSettings(qwenHome(harnessEnv(a.home)));
-      expect((await reconcile(agentOn(a, bin), { dryRun: false, harnesses: ['qwen'] })).harnesses[0]).toMatchObject({
-        state: 'active',
+      await expectRoundTrip('qwen', bin, {
+        // Interactive, closed with /quit: a headless run fires no hook.
+        first: (place) => qwenInteractive(bin)({ ...place, timeoutMs: 120_000 }),
+        prepareB: () => writeQwenSettings(qwenHome(harnessEnv(b.home))),
+        command: (id) => ['qwen', '--resume', id],
+        resume: qwenHeadless(bin),
+        modelPath: QWEN_MODEL_PATH,
       });
-      const first = await runQwen({
-        bin,
-        home: a.home,
-        cwd: sourceCwd,
-        prompt: FIRST_PROMPT,
-        stubUrl: stub.url,
-        env: a.env,
-        timeoutMs: 120_000,
-        writeSettings: false,
-      });
-      expect(first.exitCode, explain(first)).toBe(0);
-      const upload = await uploadedFromA('qwen');
-
-      await writeQwenSettings(qwenHome(harnessEnv(b.home)));
-      const command = await resumeOnB(upload.id, bin);
-      expect(command).toEqual(['qwen', '--resume', upload.native_session_id]);
-
-      stub.clear();
-      const resumed = await runQwenHeadless({
-        bin,
-        home: b.home,
-        cwd: destination,
-        prompt: SECOND_PROMPT,
-        args: command.slice(1),
-        stubUrl: stub.url,
-        env: b.env,
-        timeoutMs: 90_000,
-        writeSettings: false,
-      });
-      expectResumedWithHistory(resumed, QWEN_MODEL_PATH);
     },
     TEST_TIMEOUT_MS,
   );

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { kimiWorkDirHash } from '../../../../src/harnesses/kimi/legacy/session.js';
 import { runCli, waitForWorkers } from '../../../../../../test/support/cli-process.js';
-import { useResumeRoundTrip } from '../../../../../../test/support/real-cli.js';
+import { useResumeRoundTrip } from '../../../../../../test/support/real-cli-round-trips.js';
 import { fixtureBundle } from '../../../../../../test/support/restore-homes.js';
 import { KIMI_CLI_FIXTURE } from '../rig.js';
 
