@@ -27,7 +27,7 @@ export default packageConfig('mutation', {
     'packages/*/test/**/*real-harness*.test.ts',
     // The session suites: they read recorded sessions from disk and run the real CLIs (none is a planner's suite).
     'packages/*/test/harnesses/*/session.test.ts',
-    // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli.ts).
+    // Each harness's real-CLI suites and its round trip through the Control API (test/support/real-cli*.ts).
     'packages/*/test/harnesses/*/real-cli.test.ts',
     'packages/*/test/harnesses/*/round-trip.test.ts',
     'packages/*/test/bundle/cli.test.ts',

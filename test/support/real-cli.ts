@@ -401,6 +401,22 @@ export function useReconcileHome() {
     expect(user[0]).toMatchObject({ hook_event_name: event, session_id: sessionId });
   }
 
+  /**
+   * The session `result` ran ended well, and fired both hooks for it: the managed one as `expectOneSessionEnd` says
+   * (with its `options`), and the user's on the same event. Returns the managed hook's calls.
+   */
+  async function expectBothHooksRan(
+    result: HarnessRunResult,
+    harness: string,
+    profile: string,
+    options: { allowRepeats?: boolean; event?: string; sessionId?: RegExp } = {},
+  ): Promise<{ argv: string[]; payload: Payload }[]> {
+    expect(result.exitCode, explain(result)).toBe(0);
+    const calls = await expectOneSessionEnd(harness, profile, options);
+    await expectUserHookFor(calls[0]!.payload.session_id!, options.event);
+    return calls;
+  }
+
   function explain(result: HarnessRunResult): string {
     return explainRun(world.stub, result);
   }
@@ -415,6 +431,7 @@ export function useReconcileHome() {
     managedCallsSeen,
     expectOneSessionEnd,
     expectUserHookFor,
+    expectBothHooksRan,
     explain,
   });
 }

@@ -88,7 +88,7 @@ describe('reconcile with the real CLI', () => {
   it(
     'Codex fires the managed SessionEnd hook and the user hook (trust bypassed), and reports awaiting_trust until then',
     async () => {
-      const { t, stub, userOut, reconcileHarness, session, expectOneSessionEnd, expectUserHookFor, explain } = w;
+      const { t, stub, userOut, reconcileHarness, session, expectBothHooksRan } = w;
       const bin = harnessBin('codex');
       const dir = codexHome(harnessEnv(t.home));
       await writeCodexProviderConfig(dir, stub.url);
@@ -101,11 +101,7 @@ describe('reconcile with the real CLI', () => {
       });
 
       const result = await session(codexRun(bin, true));
-      expect(result.exitCode, explain(result)).toBe(0);
-
-      const calls = await expectOneSessionEnd('codex', 'codex-v0_145_0');
-
-      await expectUserHookFor(calls[0]!.payload.session_id!);
+      await expectBothHooksRan(result, 'codex', 'codex-v0_145_0');
     },
     TEST_TIMEOUT_MS,
   );

@@ -132,7 +132,7 @@ describe('reconcile with the real CLI', () => {
     it(
       `Kimi Code ${version} fires the managed ${event} hook and the user's when an interactive session ends`,
       async () => {
-        const { t, stub, cwd, userOut, reconcileHarness, expectOneSessionEnd, expectUserHookFor, explain } = w;
+        const { t, stub, cwd, userOut, reconcileHarness, expectBothHooksRan } = w;
         const bin = harnessBin('kimi', version);
         const home = kimiCodeHome(harnessEnv(t.home));
         await writeKimiCodeConfig(home, stub.url);
@@ -154,9 +154,7 @@ describe('reconcile with the real CLI', () => {
           timeoutMs: 120_000,
           writeConfig: false,
         });
-        expect(result.exitCode, explain(result)).toBe(0);
-        const calls = await expectOneSessionEnd('kimi', profile, { event, sessionId: SESSION_ID });
-        await expectUserHookFor(calls[0]!.payload.session_id!, event);
+        await expectBothHooksRan(result, 'kimi', profile, { event, sessionId: SESSION_ID });
       },
       TEST_TIMEOUT_MS,
     );

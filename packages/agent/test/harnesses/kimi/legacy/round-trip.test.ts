@@ -1,7 +1,7 @@
 /**
- * Kimi CLI in the round trip through the Control API (test/support/real-cli.ts). No Kimi CLI can be installed here:
- * its session is a fixture that follows its source, captured by the real hook and drain, and restored into Kimi's
- * native layout on machine B, where a stand-in CLI reports its version.
+ * Kimi CLI in the round trip through the Control API (test/support/real-cli-round-trips.ts). No Kimi CLI can be
+ * installed here: its session is a fixture that follows its source, captured by the real hook and drain, and restored
+ * into Kimi's native layout on machine B, where a stand-in CLI reports its version.
  */
 import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
