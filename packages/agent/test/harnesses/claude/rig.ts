@@ -2,8 +2,7 @@
  * Claude Code's test rig (see test/support/rigs.ts): `claude -p` against the stub's Anthropic Messages API, its
  * settings.json hooks, its project folders under CLAUDE_CONFIG_DIR, and its recorded fixture.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import type { SessionFile } from '../../../src/harnesses/types.js';
@@ -17,6 +16,7 @@ import {
   type HarnessRunResult,
 } from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
+import { addHookGroup } from '../../../../../test/support/settings-file.js';
 
 /** Claude's configuration folder for an env built by harnessEnv. */
 export function claudeDir(env: Readonly<Record<string, string>>): string {
@@ -46,23 +46,16 @@ export async function runClaude(options: HarnessRunOptions): Promise<HarnessRunR
 }
 
 /** Adds a user `SessionEnd` group to Claude's settings.json (creating it when missing). */
-export async function addClaudeUserHook(
+export function addClaudeUserHook(
   claudeDir: string,
   event: string,
   command: string,
   timeoutSeconds = 10,
 ): Promise<string> {
-  await mkdir(claudeDir, { recursive: true });
-  const file = path.join(claudeDir, 'settings.json');
-  const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>) : {};
-  const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [
-    ...(hooks[event] ?? []),
-    { matcher: '', hooks: [{ type: 'command', command, timeout: timeoutSeconds }] },
-  ];
-  settings.hooks = hooks;
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
-  return file;
+  return addHookGroup(claudeDir, event, {
+    matcher: '',
+    hooks: [{ type: 'command', command, timeout: timeoutSeconds }],
+  });
 }
 
 export const claude: HarnessRig = {

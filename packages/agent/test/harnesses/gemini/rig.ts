@@ -5,7 +5,6 @@
  * fixture.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
 import type { SessionFile } from '../../../src/harnesses/types.js';
@@ -19,6 +18,7 @@ import {
   type HarnessRunResult,
 } from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
+import { addHookGroup, editSettings } from '../../../../../test/support/settings-file.js';
 
 /** The model the runs name (`-m`): the stub answers any, and the path carries it. */
 export const GEMINI_STUB_MODEL = 'gemini-2.5-flash';
@@ -47,25 +47,22 @@ function older(version: string, than: string): boolean {
  * statistics, telemetry or update checks — the update switches in the form the version reads, so that it does not
  * rewrite the file.
  */
-export async function writeGeminiSettings(dir: string, version: string): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  const file = path.join(dir, 'settings.json');
-  const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
-  settings.security = {
-    ...settings.security,
-    auth: { selectedType: 'gemini-api-key' },
-    folderTrust: { enabled: false },
-  };
-  settings.privacy = { ...settings.privacy, usageStatisticsEnabled: false };
-  settings.telemetry = { ...settings.telemetry, enabled: false };
-  settings.general = {
-    ...settings.general,
-    ...(older(version, '0.26.0')
-      ? { disableAutoUpdate: true, disableUpdateNag: true }
-      : { enableAutoUpdate: false, enableAutoUpdateNotification: false }),
-  };
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
-  return file;
+export function writeGeminiSettings(dir: string, version: string): Promise<string> {
+  return editSettings(dir, (settings) => {
+    settings.security = {
+      ...settings.security,
+      auth: { selectedType: 'gemini-api-key' },
+      folderTrust: { enabled: false },
+    };
+    settings.privacy = { ...settings.privacy, usageStatisticsEnabled: false };
+    settings.telemetry = { ...settings.telemetry, enabled: false };
+    settings.general = {
+      ...settings.general,
+      ...(older(version, '0.26.0')
+        ? { disableAutoUpdate: true, disableUpdateNag: true }
+        : { enableAutoUpdate: false, enableAutoUpdateNotification: false }),
+    };
+  });
 }
 
 /** `gemini -m <model> -p PROMPT` against the stub. `args` go before `-p` (for example `['--resume', id]`). */
@@ -84,23 +81,11 @@ export async function runGemini(options: HarnessRunOptions & { writeSettings?: b
 }
 
 /** Adds a user group to settings.json's `hooks.<event>` (creating the file when missing). */
-export async function addGeminiUserHook(
-  dir: string,
-  event: string,
-  command: string,
-  timeoutMs = 10_000,
-): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  const file = path.join(dir, 'settings.json');
-  const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
-  const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [
-    ...(hooks[event] ?? []),
-    { matcher: '', hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] },
-  ];
-  settings.hooks = hooks;
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
-  return file;
+export function addGeminiUserHook(dir: string, event: string, command: string, timeoutMs = 10_000): Promise<string> {
+  return addHookGroup(dir, event, {
+    matcher: '',
+    hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }],
+  });
 }
 
 export const gemini: HarnessRig = {

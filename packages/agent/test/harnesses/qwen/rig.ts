@@ -4,8 +4,7 @@
  * Chat Completions API (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, `OPENAI_MODEL`); a headless `qwen -p` run is here too,
  * for what it does and does not fire. Its settings.json hooks, its transcripts under QWEN_HOME, its recorded fixture.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
 import { installTree } from '../../../../../test/support/recorded-sessions.js';
@@ -22,6 +21,7 @@ import {
   type HarnessRunResult,
 } from '../../../../../test/support/run-harness.js';
 import type { HarnessRig } from '../../../../../test/support/rigs.js';
+import { addHookGroup, editSettings } from '../../../../../test/support/settings-file.js';
 
 export const QWEN_MODEL_PATH = '/v1/chat/completions';
 
@@ -35,18 +35,15 @@ export function qwenHome(env: Readonly<Record<string, string>>): string {
  * is named by the environment), no usage statistics, telemetry or update checks, and the settings version and the
  * acknowledgement Qwen Code would otherwise write into the file itself (`$version`, `ui.autoModeAcknowledged`).
  */
-export async function writeQwenSettings(home: string): Promise<string> {
-  await mkdir(home, { recursive: true });
-  const file = path.join(home, 'settings.json');
-  const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
-  settings.security = { ...settings.security, auth: { selectedType: 'openai' } };
-  settings.privacy = { ...settings.privacy, usageStatisticsEnabled: false };
-  settings.telemetry = { ...settings.telemetry, enabled: false };
-  settings.general = { ...settings.general, enableAutoUpdate: false };
-  settings.ui = { ...settings.ui, autoModeAcknowledged: true };
-  settings.$version = 4;
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
-  return file;
+export function writeQwenSettings(home: string): Promise<string> {
+  return editSettings(home, (settings) => {
+    settings.security = { ...settings.security, auth: { selectedType: 'openai' } };
+    settings.privacy = { ...settings.privacy, usageStatisticsEnabled: false };
+    settings.telemetry = { ...settings.telemetry, enabled: false };
+    settings.general = { ...settings.general, enableAutoUpdate: false };
+    settings.ui = { ...settings.ui, autoModeAcknowledged: true };
+    settings.$version = 4;
+  });
 }
 
 function qwenEnv(options: HarnessRunOptions): Record<string, string> {
@@ -135,23 +132,8 @@ export async function runQwenHeadless(
 }
 
 /** Adds a user group to settings.json's `hooks.<event>` (creating the file when missing). */
-export async function addQwenUserHook(
-  home: string,
-  event: string,
-  command: string,
-  timeoutMs = 10_000,
-): Promise<string> {
-  await mkdir(home, { recursive: true });
-  const file = path.join(home, 'settings.json');
-  const settings = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as Record<string, any>) : {};
-  const hooks = (settings.hooks ?? {}) as Record<string, unknown[]>;
-  hooks[event] = [
-    ...(hooks[event] ?? []),
-    { hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] },
-  ];
-  settings.hooks = hooks;
-  await writeFile(file, `${JSON.stringify(settings, null, 2)}\n`);
-  return file;
+export function addQwenUserHook(home: string, event: string, command: string, timeoutMs = 10_000): Promise<string> {
+  return addHookGroup(home, event, { hooks: [{ name: 'my-notes', type: 'command', command, timeout: timeoutMs }] });
 }
 
 export const qwen: HarnessRig = {
