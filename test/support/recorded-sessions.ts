@@ -1,14 +1,14 @@
 /**
- * Shared by the session tests: recorded fixtures laid out in a temporary HOME, the shipped profiles' intervals, and
- * assertions on BlueErrors.
+ * Shared by the session tests: recorded fixtures laid out in a temporary HOME, the shipped profiles' intervals, the
+ * world a collector suite works in (`useRecordedHome`), and assertions on BlueErrors.
  */
 import { chmod, mkdir, readdir, readFile, realpath, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { expect } from 'vitest';
+import { afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { BlueError } from '../../packages/contract/src/errors.js';
 import { findInterval, loadProfiles, type ProfileSet } from '../../packages/contract/src/profiles/index.js';
 import type { Interval } from '../../packages/contract/src/schema/index.js';
-import { agentRoot, repoRoot } from './context.js';
+import { agentRoot, makeTestHome, repoRoot, type TestHome } from './context.js';
 
 export const FIXTURES = path.join(repoRoot, 'fixtures', 'sessions');
 
@@ -121,4 +121,41 @@ export async function writeExecutable(file: string, text: string): Promise<void>
   await mkdir(path.dirname(file), { recursive: true });
   await writeFile(file, text);
   await chmod(file, 0o755);
+}
+
+/** A collector suite's world: one harness's recording, and a fresh HOME with a working directory for each test. */
+export interface RecordedHome<R extends RecordedSession = RecordedSession> {
+  /** The shipped interval of the recording's profile. */
+  interval: Interval;
+  /** The recording's folder (fixtures/sessions/<harness>/<version>/). */
+  fixture: string;
+  recorded: R;
+  t: TestHome;
+  /** The working directory the recording is laid out for, inside the HOME's root, resolved. */
+  cwd: string;
+}
+
+/**
+ * Registers, in the calling file or describe block, the hooks of a suite on the newest recording of `harness` (its
+ * profile `profile`): read once; a fresh HOME and working directory before each test, removed after it. Read the
+ * world's fields inside hooks and tests; a `beforeEach` registered after this call lays the recording out.
+ */
+export function useRecordedHome<R extends RecordedSession = RecordedSession>(
+  harness: string,
+  profile: string,
+): RecordedHome<R> {
+  const world = {} as RecordedHome<R>;
+  beforeAll(async () => {
+    world.interval = await intervalOf(profile);
+    world.fixture = await fixtureDir(harness);
+    world.recorded = (await readRecorded(world.fixture)) as R;
+  });
+  beforeEach(async () => {
+    world.t = await makeTestHome();
+    world.cwd = await workDir(world.t.root);
+  });
+  afterEach(async () => {
+    await world.t.cleanup();
+  });
+  return world;
 }

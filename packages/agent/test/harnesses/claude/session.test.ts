@@ -1,13 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { appendFile, link, mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { claude } from '../../../src/harnesses/claude/index.js';
 import { claudeProjectKey } from '../../../src/harnesses/claude/session.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
-import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
@@ -15,49 +13,30 @@ import { addClaudeUserHook, runClaude } from './rig.js';
 import {
   expectArtifactInvalid,
   filesBelow,
-  fixtureDir,
   installTree,
-  intervalOf,
-  readRecorded,
   substitute,
   workDir,
-  type RecordedSession,
+  useRecordedHome,
 } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
-let fixture: string;
-let recorded: RecordedSession;
-let t: TestHome;
-let cwd: string;
+const w = useRecordedHome('claude', 'claude-v2_0_12');
 let projects: string;
 let key: string;
 let transcript: string;
 let companionDir: string;
 
-beforeAll(async () => {
-  interval = await intervalOf('claude-v2_0_12');
-  fixture = await fixtureDir('claude');
-  recorded = await readRecorded(fixture);
-});
-
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  projects = path.join(t.home, '.claude', 'projects');
-  key = claudeProjectKey(cwd);
-  await installTree(path.join(fixture, 'projects'), projects, { ROOT: t.root, PROJECT: key });
-  transcript = path.join(projects, key, `${recorded.session_id}.jsonl`);
-  companionDir = path.join(projects, key, recorded.session_id);
-});
-
-afterEach(async () => {
-  await t.cleanup();
+  projects = path.join(w.t.home, '.claude', 'projects');
+  key = claudeProjectKey(w.cwd);
+  await installTree(path.join(w.fixture, 'projects'), projects, { ROOT: w.t.root, PROJECT: key });
+  transcript = path.join(projects, key, `${w.recorded.session_id}.jsonl`);
+  companionDir = path.join(projects, key, w.recorded.session_id);
 });
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
   return {
-    session_id: recorded.session_id,
-    cwd,
+    session_id: w.recorded.session_id,
+    cwd: w.cwd,
     transcript_path: transcript,
     hook_event_name: 'SessionEnd',
     reason: 'other',
@@ -66,7 +45,7 @@ function payload(extra: Partial<HookPayload> = {}): HookPayload {
 }
 
 function collect(p: HookPayload = payload()): Promise<CollectedSession> {
-  return claude.collectSession(t.ctx, { interval, payload: p });
+  return claude.collectSession(w.t.ctx, { interval: w.interval, payload: p });
 }
 
 async function expectedFiles() {
@@ -75,13 +54,13 @@ async function expectedFiles() {
     {
       role: 'primary_transcript',
       name: 'transcript.jsonl',
-      nativePath: `${key}/${recorded.session_id}.jsonl`,
+      nativePath: `${key}/${w.recorded.session_id}.jsonl`,
       path: transcript,
     },
     ...companions.map((rel) => ({
       role: 'session_companion',
       name: rel.replace(/\//g, '-'),
-      nativePath: `${key}/${recorded.session_id}/${rel}`,
+      nativePath: `${key}/${w.recorded.session_id}/${rel}`,
       path: path.join(companionDir, ...rel.split('/')),
     })),
   ];
@@ -96,12 +75,12 @@ describe('Claude Code: collectSession on a recorded session', () => {
 
     const session = await collect();
     expect(session).toEqual({
-      sessionId: recorded.session_id,
-      cwd,
+      sessionId: w.recorded.session_id,
+      cwd: w.cwd,
       root: projects,
       files: await expectedFiles(),
-      title: recorded.prompt,
-      summary: recorded.prompt,
+      title: w.recorded.prompt,
+      summary: w.recorded.prompt,
     });
     for (const file of session.files) expect(file.name).toMatch(/^[A-Za-z0-9._-]+$/);
   });
@@ -110,21 +89,21 @@ describe('Claude Code: collectSession on a recorded session', () => {
     const { transcript_path: _omit, ...rest } = payload();
     const session = await collect(rest);
     expect(session.files).toEqual(await expectedFiles());
-    expect(session.title).toBe(recorded.prompt);
+    expect(session.title).toBe(w.recorded.prompt);
   });
 
-  it('finds a transcript under another project key (a worktree pinned to its checkout) if it is alone', async () => {
-    const other = await workDir(t.root, 'elsewhere');
+  it('finds a transcript kept under another project key (a worktree pinned to its checkout) when it is the only one', async () => {
+    const other = await workDir(w.t.root, 'elsewhere');
     const { transcript_path: _omit, ...rest } = payload({ cwd: other });
     const session = await collect(rest);
-    expect(session.files[0]!.nativePath).toBe(`${key}/${recorded.session_id}.jsonl`);
+    expect(session.files[0]!.nativePath).toBe(`${key}/${w.recorded.session_id}.jsonl`);
     expect(session.cwd).toBe(other);
 
     await mkdir(path.join(projects, 'second-key'), { recursive: true });
-    await writeFile(path.join(projects, 'second-key', `${recorded.session_id}.jsonl`), '{}\n');
+    await writeFile(path.join(projects, 'second-key', `${w.recorded.session_id}.jsonl`), '{}\n');
     await expectArtifactInvalid(
       () => collect(rest),
-      path.join(projects, claudeProjectKey(other), `${recorded.session_id}.jsonl`),
+      path.join(projects, claudeProjectKey(other), `${w.recorded.session_id}.jsonl`),
       /transcripts in 2 project folders/,
     );
   });
@@ -136,15 +115,8 @@ describe('Claude Code: collectSession on a recorded session', () => {
       const ours = path.join(projects, key, 'agent-a1b2c3d4.jsonl');
       const theirs = path.join(projects, key, 'agent-e5f6a7b8.jsonl');
       const sidechain = (sessionId: string) =>
-        JSON.stringify({
-          parentUuid: null,
-          isSidechain: true,
-          agentId: 'a1b2c3d4',
-          sessionId,
-          type: 'user',
-          message: { role: 'user', content: 'Warmup' },
-        }) + '\n';
-      await writeFile(ours, sidechain(recorded.session_id));
+        `${JSON.stringify({ parentUuid: null, isSidechain: true, agentId: 'a1b2c3d4', sessionId, type: 'user', message: { role: 'user', content: 'Warmup' } })}\n`;
+      await writeFile(ours, sidechain(w.recorded.session_id));
       await writeFile(theirs, sidechain('ffffffff-0000-4000-8000-000000000000'));
       const session = await collect();
       expect(session.files).toEqual([
@@ -161,9 +133,9 @@ describe('Claude Code: collectSession on a recorded session', () => {
 
   it("reads the project's sessions-index.json (2.1.x) by exact session id", async () => {
     const entries = [
-      { sessionId: recorded.session_id.toUpperCase(), summary: 'Wrong case', firstPrompt: 'no' },
+      { sessionId: w.recorded.session_id.toUpperCase(), summary: 'Wrong case', firstPrompt: 'no' },
       {
-        sessionId: recorded.session_id,
+        sessionId: w.recorded.session_id,
         summary: 'Build steps, summarised',
         firstPrompt: 'Explain the build steps, from the index',
       },
@@ -177,12 +149,12 @@ describe('Claude Code: collectSession on a recorded session', () => {
       JSON.stringify({ version: 1, entries: entries.map(({ summary: _drop, ...rest }) => rest) }),
     );
     expect(await collect()).toMatchObject({
-      title: recorded.prompt,
+      title: w.recorded.prompt,
       summary: 'Explain the build steps, from the index',
     });
     await appendFile(
       transcript,
-      `${JSON.stringify({ type: 'custom-title', customTitle: 'Renamed', sessionId: recorded.session_id })}\n`,
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'Renamed', sessionId: w.recorded.session_id })}\n`,
     );
     expect(await collect()).toMatchObject({ title: 'Renamed', summary: 'Explain the build steps, from the index' });
   });
@@ -190,33 +162,29 @@ describe('Claude Code: collectSession on a recorded session', () => {
   it('refuses a session with no transcript', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     await expectArtifactInvalid(
-      () => collect({ session_id: missing, cwd }),
+      () => collect({ session_id: missing, cwd: w.cwd }),
       path.join(projects, key, `${missing}.jsonl`),
       /no transcript of session/,
     );
   });
 
-  it('prefers a /rename title, then an AI title, to the first prompt; other sessions do not count', async () => {
+  it('prefers a /rename title, then an AI title, over the first prompt; titles of other sessions do not count', async () => {
     await appendFile(
       transcript,
-      `${JSON.stringify({ type: 'ai-title', aiTitle: 'Build steps overview', sessionId: recorded.session_id })}\n`,
+      `${JSON.stringify({ type: 'ai-title', aiTitle: 'Build steps overview', sessionId: w.recorded.session_id })}\n`,
     );
     expect((await collect()).title).toBe('Build steps overview');
     await appendFile(
       transcript,
-      `${JSON.stringify({ type: 'custom-title', customTitle: 'My build notes', sessionId: recorded.session_id })}\n`,
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'My build notes', sessionId: w.recorded.session_id })}\n`,
     );
     await appendFile(
       transcript,
-      JSON.stringify({
-        type: 'custom-title',
-        customTitle: 'Another session',
-        sessionId: 'ffffffff-0000-4000-8000-000000000000',
-      }) + '\n',
+      `${JSON.stringify({ type: 'custom-title', customTitle: 'Another session', sessionId: 'ffffffff-0000-4000-8000-000000000000' })}\n`,
     );
     const session = await collect();
     expect(session.title).toBe('My build notes');
-    expect(session.summary).toBe(recorded.prompt);
+    expect(session.summary).toBe(w.recorded.prompt);
   });
 });
 
@@ -239,14 +207,14 @@ describe('Claude Code: project keys', () => {
 
 describe('Claude Code: what is refused', () => {
   it('a transcript that is a symbolic link', async () => {
-    const elsewhere = path.join(t.root, 'elsewhere.jsonl');
+    const elsewhere = path.join(w.t.root, 'elsewhere.jsonl');
     await rename(transcript, elsewhere);
     await symlink(elsewhere, transcript);
     await expectArtifactInvalid(() => collect(), transcript, /symbolic link/);
   });
 
   it("a transcript_path outside the projects folder, or not this session's transcript", async () => {
-    const outside = path.join(t.root, 'outside', `${recorded.session_id}.jsonl`);
+    const outside = path.join(w.t.root, 'outside', `${w.recorded.session_id}.jsonl`);
     await mkdir(path.dirname(outside), { recursive: true });
     await writeFile(outside, '{}\n');
     await expectArtifactInvalid(
@@ -254,7 +222,7 @@ describe('Claude Code: what is refused', () => {
       outside,
       /outside Claude Code's projects folder/,
     );
-    const sneaky = path.join(projects, key, '..', '..', '..', 'outside', `${recorded.session_id}.jsonl`);
+    const sneaky = path.join(projects, key, '..', '..', '..', 'outside', `${w.recorded.session_id}.jsonl`);
     await expectArtifactInvalid(() => collect(payload({ transcript_path: sneaky })), sneaky, /outside/);
     const wrongName = path.join(projects, key, 'other.jsonl');
     await expectArtifactInvalid(
@@ -270,7 +238,7 @@ describe('Claude Code: what is refused', () => {
   });
 
   it('a symbolic link among the companion files, or a linked companion folder', async () => {
-    const secret = path.join(t.root, 'secret.txt');
+    const secret = path.join(w.t.root, 'secret.txt');
     await writeFile(secret, 'not part of the session');
     const link = path.join(companionDir, 'tool-results', 'linked.txt');
     await symlink(secret, link);
@@ -278,14 +246,14 @@ describe('Claude Code: what is refused', () => {
     await rm(link);
 
     const linkedDir = path.join(companionDir, 'subagents-elsewhere');
-    await mkdir(path.join(t.root, 'dir'), { recursive: true });
-    await symlink(path.join(t.root, 'dir'), linkedDir);
+    await mkdir(path.join(w.t.root, 'dir'), { recursive: true });
+    await symlink(path.join(w.t.root, 'dir'), linkedDir);
     await expectArtifactInvalid(() => collect(), linkedDir, /symbolic link/);
   });
 
   it('a hard link among the companion files refuses the whole capture; so does a hard-linked transcript', async () => {
     // A hard link reads like a regular file, but its other name may be any file of the machine.
-    const secret = path.join(t.root, 'id_rsa');
+    const secret = path.join(w.t.root, 'id_rsa');
     await writeFile(secret, '-----BEGIN OPENSSH PRIVATE KEY-----\n');
     const linked = path.join(companionDir, 'tool-results', 'x.txt');
     await mkdir(path.dirname(linked), { recursive: true });
@@ -294,23 +262,23 @@ describe('Claude Code: what is refused', () => {
     expect(error.hint).toMatch(/hard links/);
     await rm(linked);
 
-    await link(transcript, path.join(t.root, 'second-name.jsonl'));
+    await link(transcript, path.join(w.t.root, 'second-name.jsonl'));
     await expectArtifactInvalid(() => collect(), transcript, /has 2 hard links/);
     await expectArtifactInvalid(() => collect(payload({ transcript_path: undefined })), transcript, /has 2 hard links/);
   });
 
   it('takes no title from a hard-linked sessions-index.json', async () => {
-    const other = path.join(t.root, 'other.json');
+    const other = path.join(w.t.root, 'other.json');
     await writeFile(
       other,
-      JSON.stringify({ version: 1, entries: [{ sessionId: recorded.session_id, summary: 'from a file elsewhere' }] }),
+      JSON.stringify({ version: 1, entries: [{ sessionId: w.recorded.session_id, summary: 'from a file elsewhere' }] }),
     );
     await link(other, path.join(projects, key, 'sessions-index.json'));
-    expect((await collect()).title).toBe(recorded.prompt);
+    expect((await collect()).title).toBe(w.recorded.prompt);
   });
 
   it('a linked project folder', async () => {
-    const real = path.join(t.root, 'real-project');
+    const real = path.join(w.t.root, 'real-project');
     await rename(path.join(projects, key), real);
     await symlink(real, path.join(projects, key));
     await expectArtifactInvalid(() => collect(), path.join(projects, key), /symbolic link/);
@@ -346,17 +314,17 @@ describe('Claude Code: what is refused', () => {
   });
 
   it('but not a session root reached through a link: the root is where it resolves', async () => {
-    const realConfig = path.join(t.root, 'dotfiles', 'claude');
+    const realConfig = path.join(w.t.root, 'dotfiles', 'claude');
     await mkdir(path.dirname(realConfig), { recursive: true });
-    await rename(path.join(t.home, '.claude'), realConfig);
-    await symlink(realConfig, path.join(t.home, '.claude'));
+    await rename(path.join(w.t.home, '.claude'), realConfig);
+    await symlink(realConfig, path.join(w.t.home, '.claude'));
     const session = await collect();
     expect(session.root).toBe(projects);
     expect(session.files).toEqual(await expectedFiles());
     // The hook may also name the transcript by its resolved path.
-    const resolved = path.join(realConfig, 'projects', key, `${recorded.session_id}.jsonl`);
+    const resolved = path.join(realConfig, 'projects', key, `${w.recorded.session_id}.jsonl`);
     expect((await collect(payload({ transcript_path: resolved }))).files[0]!.nativePath).toBe(
-      `${key}/${recorded.session_id}.jsonl`,
+      `${key}/${w.recorded.session_id}.jsonl`,
     );
   });
 });
@@ -365,19 +333,19 @@ describe('Claude Code: a real offline session', () => {
   it('collects what `claude -p` wrote, from the SessionEnd payload, titled with the prompt', async () => {
     const stub = await startModelStub({ reply: 'Offline reply.' });
     try {
-      const hookOut = path.join(t.root, 'hook.jsonl');
-      await addClaudeUserHook(path.join(t.home, '.claude'), 'SessionEnd', appendStdinCommand(hookOut), 10);
+      const hookOut = path.join(w.t.root, 'hook.jsonl');
+      await addClaudeUserHook(path.join(w.t.home, '.claude'), 'SessionEnd', appendStdinCommand(hookOut), 10);
       const prompt = 'Summarise the open pull requests for the parser';
       // A working directory whose project key is over 200 characters: Claude Code adds its hash suffix.
-      const deep = await workDir(t.root, ...Array.from({ length: 12 }, (_, i) => `nested-folder-number-${i}`));
+      const deep = await workDir(w.t.root, ...Array.from({ length: 12 }, (_, i) => `nested-folder-number-${i}`));
       expect(deep.replace(/[^A-Za-z0-9]/g, '-').length).toBeGreaterThan(200);
       const result = await runClaude({
         bin: harnessBin('claude'),
-        home: t.home,
+        home: w.t.home,
         cwd: deep,
         prompt,
         stubUrl: stub.url,
-        env: t.env,
+        env: w.t.env,
         timeoutMs: 60_000,
       });
       expect(result.exitCode, describeRun(result)).toBe(0);
@@ -391,7 +359,7 @@ describe('Claude Code: a real offline session', () => {
       );
 
       expect(path.basename(path.dirname(end.transcript_path!))).toBe(claudeProjectKey(deep));
-      const session = await claude.collectSession(t.ctx, { interval, payload: end });
+      const session = await claude.collectSession(w.t.ctx, { interval: w.interval, payload: end });
       expect(session.files[0]).toEqual({
         role: 'primary_transcript',
         name: 'transcript.jsonl',
@@ -403,7 +371,7 @@ describe('Claude Code: a real offline session', () => {
       expect(session.cwd).toBe(deep);
       // Without transcript_path, the project key computed here finds the same file.
       const { transcript_path: _omit, ...byCwd } = end;
-      expect((await claude.collectSession(t.ctx, { interval, payload: byCwd })).files[0]!.path).toBe(
+      expect((await claude.collectSession(w.t.ctx, { interval: w.interval, payload: byCwd })).files[0]!.path).toBe(
         end.transcript_path,
       );
       expect(await readFile(end.transcript_path!, 'utf8')).toContain(prompt);
@@ -416,8 +384,8 @@ describe('Claude Code: a real offline session', () => {
 // Keep the fixture's placeholders honest: everything that names the recording's paths was replaced.
 describe('Claude Code fixture', () => {
   it('holds no path of the machine it was recorded on', async () => {
-    for (const rel of await filesBelow(path.join(fixture, 'projects'))) {
-      const text = await readFile(path.join(fixture, 'projects', rel), 'utf8');
+    for (const rel of await filesBelow(path.join(w.fixture, 'projects'))) {
+      const text = await readFile(path.join(w.fixture, 'projects', rel), 'utf8');
       expect(text, rel).not.toMatch(/blue-agent-test-[A-Za-z0-9]{6}/);
       expect(substitute(text, { ROOT: '/r' })).not.toContain('{{ROOT}}');
     }

@@ -1,58 +1,37 @@
 import { link, mkdir, readFile, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { zstdCompressSync } from 'node:zlib';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { codex } from '../../../src/harnesses/codex/index.js';
 import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
-import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { appendCodexHook, runCodex, writeCodexProviderConfig } from './rig.js';
 import {
   expectArtifactInvalid,
-  fixtureDir,
   installTree,
-  intervalOf,
-  readRecorded,
-  workDir,
   type RecordedSession,
+  useRecordedHome,
 } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
-let fixture: string;
-let recorded: RecordedSession & { rollout: string };
-let t: TestHome;
-let cwd: string;
+const w = useRecordedHome<RecordedSession & { rollout: string }>('codex', 'codex-v0_145_0');
 let codexHome: string;
 let sessions: string;
 let rollout: string;
 
-beforeAll(async () => {
-  interval = await intervalOf('codex-v0_145_0');
-  fixture = await fixtureDir('codex');
-  recorded = (await readRecorded(fixture)) as RecordedSession & { rollout: string };
-});
-
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  codexHome = path.join(t.home, '.codex');
+  codexHome = path.join(w.t.home, '.codex');
   sessions = path.join(codexHome, 'sessions');
-  await installTree(path.join(fixture, 'sessions'), sessions, { ROOT: t.root });
-  rollout = path.join(sessions, ...recorded.rollout.split('/'));
-});
-
-afterEach(async () => {
-  await t.cleanup();
+  await installTree(path.join(w.fixture, 'sessions'), sessions, { ROOT: w.t.root });
+  rollout = path.join(sessions, ...w.recorded.rollout.split('/'));
 });
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
   return {
-    session_id: recorded.session_id,
-    cwd,
+    session_id: w.recorded.session_id,
+    cwd: w.cwd,
     transcript_path: rollout,
     hook_event_name: 'SessionEnd',
     reason: 'other',
@@ -66,7 +45,7 @@ function withoutTranscript(): HookPayload {
 }
 
 function collect(p: HookPayload = payload()): Promise<CollectedSession> {
-  return codex.collectSession(t.ctx, { interval, payload: p });
+  return codex.collectSession(w.t.ctx, { interval: w.interval, payload: p });
 }
 
 async function rewriteFirstLine(file: string, change: (line: Record<string, unknown>) => unknown): Promise<void> {
@@ -79,12 +58,12 @@ describe('Codex: collectSession on a recorded session', () => {
     expect(await readFile(rollout, 'utf8')).toContain('<environment_context>');
     const session = await collect();
     expect(session).toEqual({
-      sessionId: recorded.session_id,
-      cwd,
+      sessionId: w.recorded.session_id,
+      cwd: w.cwd,
       root: sessions,
-      files: [{ role: 'rollout', name: 'rollout.jsonl', nativePath: recorded.rollout, path: rollout }],
-      title: recorded.prompt,
-      summary: recorded.prompt,
+      files: [{ role: 'rollout', name: 'rollout.jsonl', nativePath: w.recorded.rollout, path: rollout }],
+      title: w.recorded.prompt,
+      summary: w.recorded.prompt,
     });
   });
 
@@ -103,20 +82,24 @@ describe('Codex: collectSession on a recorded session', () => {
 
   it('the recorded cwd when the payload has none', async () => {
     const { cwd: _omit, ...rest } = payload();
-    expect((await collect(rest)).cwd).toBe(cwd);
+    expect((await collect(rest)).cwd).toBe(w.cwd);
   });
 
   it('takes the newest session_index.jsonl name for the id as the title', async () => {
     const lines = [
-      { id: recorded.session_id, thread_name: 'parser flake', updated_at: '2026-11-30T10:00:00Z' },
+      { id: w.recorded.session_id, thread_name: 'parser flake', updated_at: '2026-11-30T10:00:00Z' },
       { id: 'ffffffff-0000-7000-8000-000000000000', thread_name: 'another thread', updated_at: '2026-11-30T11:00:00Z' },
-      { id: recorded.session_id, thread_name: 'Parser flake, take two', updated_at: '2026-11-30T12:00:00Z' },
-      { id: recorded.session_id.toUpperCase(), thread_name: 'not an exact match', updated_at: '2026-11-30T13:00:00Z' },
+      { id: w.recorded.session_id, thread_name: 'Parser flake, take two', updated_at: '2026-11-30T12:00:00Z' },
+      {
+        id: w.recorded.session_id.toUpperCase(),
+        thread_name: 'not an exact match',
+        updated_at: '2026-11-30T13:00:00Z',
+      },
     ];
     await writeFile(path.join(codexHome, 'session_index.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
     const session = await collect();
     expect(session.title).toBe('Parser flake, take two');
-    expect(session.summary).toBe(recorded.prompt);
+    expect(session.summary).toBe(w.recorded.prompt);
   });
 
   it('reads a zstd-compressed rollout, and prefers the plain file when both exist', async () => {
@@ -126,9 +109,9 @@ describe('Codex: collectSession on a recorded session', () => {
     await rm(rollout);
     const session = await collect(withoutTranscript());
     expect(session.files).toEqual([
-      { role: 'rollout', name: 'rollout.jsonl.zst', nativePath: `${recorded.rollout}.zst`, path: compressed },
+      { role: 'rollout', name: 'rollout.jsonl.zst', nativePath: `${w.recorded.rollout}.zst`, path: compressed },
     ]);
-    expect(session.title).toBe(recorded.prompt);
+    expect(session.title).toBe(w.recorded.prompt);
     expect((await collect(payload({ transcript_path: compressed }))).files[0]!.path).toBe(compressed);
   });
 });
@@ -186,7 +169,7 @@ describe('Codex: what is refused', () => {
   });
 
   it('a rollout that is a symbolic link, or lies under a linked folder', async () => {
-    const elsewhere = path.join(t.root, 'rollout-copy.jsonl');
+    const elsewhere = path.join(w.t.root, 'rollout-copy.jsonl');
     await rename(rollout, elsewhere);
     await symlink(elsewhere, rollout);
     await expectArtifactInvalid(() => collect(), rollout, /symbolic link/);
@@ -201,23 +184,19 @@ describe('Codex: what is refused', () => {
   });
 
   it('a hard-linked rollout, found by transcript_path or by search', async () => {
-    await link(rollout, path.join(t.root, 'second-name.jsonl'));
+    await link(rollout, path.join(w.t.root, 'second-name.jsonl'));
     await expectArtifactInvalid(() => collect(), rollout, /has 2 hard links/);
     await expectArtifactInvalid(() => collect(withoutTranscript()), rollout, /has 2 hard links/);
   });
 
   it('takes no title from a hard-linked session_index.jsonl', async () => {
-    const other = path.join(t.root, 'index-elsewhere.jsonl');
+    const other = path.join(w.t.root, 'index-elsewhere.jsonl');
     await writeFile(
       other,
-      JSON.stringify({
-        id: recorded.session_id,
-        thread_name: 'from a file elsewhere',
-        updated_at: '2026-11-30T12:00:00Z',
-      }) + '\n',
+      `${JSON.stringify({ id: w.recorded.session_id, thread_name: 'from a file elsewhere', updated_at: '2026-11-30T12:00:00Z' })}\n`,
     );
     await link(other, path.join(codexHome, 'session_index.jsonl'));
-    expect((await collect()).title).toBe(recorded.prompt);
+    expect((await collect()).title).toBe(w.recorded.prompt);
   });
 
   it('a rollout over 64 MiB', async () => {
@@ -229,7 +208,7 @@ describe('Codex: what is refused', () => {
     await rm(rollout);
     await expectArtifactInvalid(
       () => collect(withoutTranscript()),
-      path.join(sessions, 'YYYY', 'MM', 'DD', `rollout-*-${recorded.session_id}.jsonl`),
+      path.join(sessions, 'YYYY', 'MM', 'DD', `rollout-*-${w.recorded.session_id}.jsonl`),
       /no rollout file has this id/,
     );
     await expectArtifactInvalid(() => collect(), rollout, /does not exist/);
@@ -240,18 +219,18 @@ describe('Codex: a real offline session', () => {
   it('collects the rollout `codex exec` wrote, from the SessionEnd payload, titled with the prompt', async () => {
     const stub = await startModelStub({ reply: 'Offline reply.' });
     try {
-      const hookOut = path.join(t.root, 'hook.jsonl');
+      const hookOut = path.join(w.t.root, 'hook.jsonl');
       await rm(sessions, { recursive: true, force: true });
       await writeCodexProviderConfig(codexHome, stub.url);
       await appendCodexHook(codexHome, 'SessionEnd', appendStdinCommand(hookOut), 3);
       const prompt = 'Rename the tokenizer module to lexer';
       const result = await runCodex({
         bin: harnessBin('codex'),
-        home: t.home,
-        cwd,
+        home: w.t.home,
+        cwd: w.cwd,
         prompt,
         stubUrl: stub.url,
-        env: t.env,
+        env: w.t.env,
         bypassHookTrust: true,
         timeoutMs: 60_000,
       });
@@ -265,7 +244,7 @@ describe('Codex: a real offline session', () => {
         10_000,
       );
 
-      const session = await codex.collectSession(t.ctx, { interval, payload: end });
+      const session = await codex.collectSession(w.t.ctx, { interval: w.interval, payload: end });
       expect(session.files).toHaveLength(1);
       expect(session.files[0]).toMatchObject({
         role: 'rollout',
@@ -275,9 +254,9 @@ describe('Codex: a real offline session', () => {
       if (typeof end.transcript_path === 'string') expect(session.files[0]!.path).toBe(end.transcript_path);
       expect(session.title).toBe(prompt);
       expect(session.summary).toBe(prompt);
-      expect(session.cwd).toBe(cwd);
+      expect(session.cwd).toBe(w.cwd);
       const { transcript_path: _omit, ...byId } = end;
-      expect((await codex.collectSession(t.ctx, { interval, payload: byId })).files[0]!.path).toBe(
+      expect((await codex.collectSession(w.t.ctx, { interval: w.interval, payload: byId })).files[0]!.path).toBe(
         session.files[0]!.path,
       );
     } finally {

@@ -6,70 +6,60 @@
 import { link, mkdir, readFile, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gemini } from '../../../src/harnesses/gemini/index.js';
 import { projectHash, slugify } from '../../../src/harnesses/gemini/projects.js';
 import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { BlueError } from '@blue-agent/contract/errors.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import {
   blueErrorOf,
-  fixtureDir,
   installTree,
   intervalOf,
-  readRecorded,
-  workDir,
-  type RecordedSession,
+  useRecordedHome,
 } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
+const w = useRecordedHome('gemini', 'gemini-v0_39_0');
 let oldInterval: Interval;
-let fixture: string;
-let recorded: RecordedSession;
-let t: TestHome;
-let cwd: string;
 let tmp: string;
 let slug: string;
 let chat: string;
 
 beforeAll(async () => {
-  interval = await intervalOf('gemini-v0_39_0');
   oldInterval = await intervalOf('gemini-v0_21_0');
-  fixture = await fixtureDir('gemini');
-  recorded = await readRecorded(fixture);
 });
 
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  tmp = path.join(t.home, '.gemini', 'tmp');
-  slug = slugify(path.basename(cwd));
-  await installTree(path.join(fixture, 'tmp'), tmp, {
-    ROOT: t.root,
+  tmp = path.join(w.t.home, '.gemini', 'tmp');
+  slug = slugify(path.basename(w.cwd));
+  await installTree(path.join(w.fixture, 'tmp'), tmp, {
+    ROOT: w.t.root,
     GEMINI_PROJECT: slug,
-    GEMINI_HASH: projectHash(cwd),
+    GEMINI_HASH: projectHash(w.cwd),
   });
-  chat = path.join(tmp, slug, 'chats', String(recorded.chat));
+  chat = path.join(tmp, slug, 'chats', String(w.recorded.chat));
 });
 
-afterEach(async () => {
-  await t.cleanup();
-});
-
-const id = () => recorded.session_id;
+const id = () => w.recorded.session_id;
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
-  return { session_id: id(), cwd, transcript_path: chat, hook_event_name: 'SessionEnd', reason: 'exit', ...extra };
+  return {
+    session_id: id(),
+    cwd: w.cwd,
+    transcript_path: chat,
+    hook_event_name: 'SessionEnd',
+    reason: 'exit',
+    ...extra,
+  };
 }
 
-function collect(p: HookPayload = payload(), at: Interval = interval): Promise<CollectedSession> {
-  return gemini.collectSession(t.ctx, { interval: at, payload: p });
+function collect(p: HookPayload = payload(), at: Interval = w.interval): Promise<CollectedSession> {
+  return gemini.collectSession(w.t.ctx, { interval: at, payload: p });
 }
 
 /** The refusal of a capture: ARTIFACT_INVALID with a hint. */
-async function refused(p: HookPayload, at: Interval = interval): Promise<BlueError> {
+async function refused(p: HookPayload, at: Interval = w.interval): Promise<BlueError> {
   const error = await blueErrorOf(() => collect(p, at));
   expect(error.code, error.message).toBe('ARTIFACT_INVALID');
   expect(error.hint ?? '').not.toBe('');
@@ -81,18 +71,18 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
     const session = await collect();
     expect(session).toEqual({
       sessionId: id(),
-      cwd,
+      cwd: w.cwd,
       root: tmp,
       files: [
         {
           role: 'primary_transcript',
           name: 'transcript.jsonl',
-          nativePath: `${slug}/chats/${String(recorded.chat)}`,
+          nativePath: `${slug}/chats/${String(w.recorded.chat)}`,
           path: chat,
         },
       ],
-      title: recorded.prompt,
-      summary: recorded.prompt,
+      title: w.recorded.prompt,
+      summary: w.recorded.prompt,
     });
   });
 
@@ -125,16 +115,16 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
     );
     const session = await collect();
     expect(session.title).toBe('Walk through the Makefile build');
-    expect(session.summary).toBe(recorded.prompt);
+    expect(session.summary).toBe(w.recorded.prompt);
   });
 
-  it('finds a 0.21 chat without a transcript path: the JSON document in the hash folder of the cwd', async () => {
-    const hashChats = path.join(tmp, projectHash(cwd), 'chats');
+  it('finds a 0.21 chat without a transcript path: the JSON document in the hash folder of the working directory', async () => {
+    const hashChats = path.join(tmp, projectHash(w.cwd), 'chats');
     await mkdir(hashChats, { recursive: true });
     const name = `session-2026-12-02T02-51-${id().slice(0, 8)}.json`;
     const doc = {
       sessionId: id(),
-      projectHash: projectHash(cwd),
+      projectHash: projectHash(w.cwd),
       startTime: 'x',
       lastUpdated: 'y',
       messages: [
@@ -154,7 +144,7 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
       {
         role: 'primary_transcript',
         name: 'transcript.json',
-        nativePath: `${projectHash(cwd)}/chats/${name}`,
+        nativePath: `${projectHash(w.cwd)}/chats/${name}`,
         path: path.join(hashChats, name),
       },
     ]);
@@ -171,7 +161,7 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
 
 describe('Gemini CLI: collectSession refuses', () => {
   it('a transcript outside the session folder, of another shape, or holding another session', async () => {
-    const outside = path.join(t.root, 'elsewhere.jsonl');
+    const outside = path.join(w.t.root, 'elsewhere.jsonl');
     await writeFile(outside, await readFile(chat));
     expect((await refused(payload({ transcript_path: outside }))).message).toContain(
       "outside Gemini CLI's session folder",
@@ -190,7 +180,7 @@ describe('Gemini CLI: collectSession refuses', () => {
   });
 
   it('a symbolic link, a hard link or a FIFO for the chat, and a chat over the size limit', async () => {
-    const target = path.join(t.root, 'real.jsonl');
+    const target = path.join(w.t.root, 'real.jsonl');
     await writeFile(target, await readFile(chat));
     const linked = path.join(tmp, slug, 'chats', `session-2026-01-01T00-01-${id().slice(0, 8)}.jsonl`);
     await symlink(target, linked);

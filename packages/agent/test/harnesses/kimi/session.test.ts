@@ -8,61 +8,45 @@
 import { execFileSync } from 'node:child_process';
 import { link, mkdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { kimi } from '../../../src/harnesses/kimi/index.js';
 import { kimiCodeWorkDirKey } from '../../../src/harnesses/kimi/workdir.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import {
   expectArtifactInvalid,
-  fixtureDir,
   installTree,
   intervalOf,
-  readRecorded,
   workDir,
-  type RecordedSession,
+  useRecordedHome,
 } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
-let fixture: string;
-let recorded: RecordedSession;
-let t: TestHome;
-let cwd: string;
+const w = useRecordedHome('kimi', 'kimi-v2_0_2');
 let sessions: string;
 let key: string;
 let sessionDir: string;
 
-beforeAll(async () => {
-  interval = await intervalOf('kimi-v2_0_2');
-  fixture = await fixtureDir('kimi');
-  recorded = await readRecorded(fixture);
-});
-
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  sessions = path.join(t.home, '.kimi-code', 'sessions');
-  key = kimiCodeWorkDirKey(cwd);
-  await installTree(path.join(fixture, 'sessions'), sessions, { ROOT: t.root, KIMI_WORKDIR: key });
-  sessionDir = path.join(sessions, key, recorded.session_id);
+  sessions = path.join(w.t.home, '.kimi-code', 'sessions');
+  key = kimiCodeWorkDirKey(w.cwd);
+  await installTree(path.join(w.fixture, 'sessions'), sessions, { ROOT: w.t.root, KIMI_WORKDIR: key });
+  sessionDir = path.join(sessions, key, w.recorded.session_id);
 });
-afterEach(async () => t.cleanup());
 
 const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({
   hook_event_name: 'Stop',
-  session_id: recorded.session_id,
-  cwd,
+  session_id: w.recorded.session_id,
+  cwd: w.cwd,
   ...extra,
 });
-const collect = (p: HookPayload = payload(), at: Interval = interval): Promise<CollectedSession> =>
-  kimi.collectSession(t.ctx, { interval: at, payload: p });
+const collect = (p: HookPayload = payload(), at: Interval = w.interval): Promise<CollectedSession> =>
+  kimi.collectSession(w.t.ctx, { interval: at, payload: p });
 const stateOf = (s: CollectedSession) =>
   JSON.parse(new TextDecoder().decode(s.files.find((f) => f.role === 'kimi_state')!.content)) as Record<
     string,
     unknown
   >;
-const rel = (inside: string) => `${key}/${recorded.session_id}/${inside}`;
+const rel = (inside: string) => `${key}/${w.recorded.session_id}/${inside}`;
 
 async function put(inside: string, text = '{}\n'): Promise<string> {
   const file = path.join(sessionDir, ...inside.split('/'));
@@ -75,11 +59,11 @@ describe('Kimi Code: collectSession on a recorded session', () => {
   it('captures the main wire log and the sanitised state, titled by the state', async () => {
     const session = await collect();
     expect(session).toMatchObject({
-      sessionId: recorded.session_id,
-      cwd,
+      sessionId: w.recorded.session_id,
+      cwd: w.cwd,
       root: sessions,
-      title: recorded.prompt,
-      summary: recorded.prompt,
+      title: w.recorded.prompt,
+      summary: w.recorded.prompt,
     });
     expect(session.files.map((f) => [f.role, f.name, f.nativePath])).toEqual([
       ['agent_wire_history', 'wire.jsonl', rel('agents/main/wire.jsonl')],
@@ -91,7 +75,7 @@ describe('Kimi Code: collectSession on a recorded session', () => {
     expect(raw.custom).toEqual({});
   });
 
-  it('takes subagents, plans, blobs and attachments; leaves tasks, undo snapshots, cron, logs, notify', async () => {
+  it('takes subagents, plans, blobs and attachments; leaves tasks, undo snapshots, cron, logs and notify out', async () => {
     for (const inside of [
       'agents/agent-0/wire.jsonl',
       'agents/main/plans/p.md',
@@ -128,14 +112,14 @@ describe('Kimi Code: collectSession on a recorded session', () => {
     const file = path.join(sessionDir, 'state.json');
     const state = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
     await writeFile(file, JSON.stringify({ ...state, title: '', lastPrompt: 'later' }));
-    expect(await collect()).toMatchObject({ title: recorded.prompt, summary: recorded.prompt });
+    expect(await collect()).toMatchObject({ title: w.recorded.prompt, summary: w.recorded.prompt });
   });
 
-  it('finds the folder by the session id when the payload has another cwd or none; cwd from the state', async () => {
-    const elsewhere = await workDir(t.root, 'elsewhere');
+  it('finds the folder by the session id when the payload has another cwd or none, and takes the cwd from the state', async () => {
+    const elsewhere = await workDir(w.t.root, 'elsewhere');
     expect((await collect(payload({ cwd: elsewhere }))).files).toHaveLength(2);
     const { cwd: _omit, ...noCwd } = payload();
-    expect(await collect(noCwd)).toMatchObject({ cwd });
+    expect(await collect(noCwd)).toMatchObject({ cwd: w.cwd });
   });
 
   it('reads a state of version 1 (Kimi Code 0.10 to 0.32) by its own keys', async () => {
@@ -147,7 +131,7 @@ describe('Kimi Code: collectSession on a recorded session', () => {
         title: 'Old one',
         isCustomTitle: false,
         lastPrompt: 'Old one',
-        workDir: cwd,
+        workDir: w.cwd,
         custom: { x: 1 },
         agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
       }),
@@ -159,7 +143,7 @@ describe('Kimi Code: collectSession on a recorded session', () => {
       title: 'Old one',
       isCustomTitle: false,
       lastPrompt: 'Old one',
-      workDir: cwd,
+      workDir: w.cwd,
       agents: { main: { homedir: '/h', type: 'main', parentAgentId: null } },
     });
     expect(session.title).toBe('Old one');
@@ -174,11 +158,11 @@ describe('Kimi Code: what is refused', () => {
       path.join(sessions, key, missing),
       /no Kimi Code session folder/,
     );
-    const other = path.join(sessions, 'wd_other_000000000000', recorded.session_id);
+    const other = path.join(sessions, 'wd_other_000000000000', w.recorded.session_id);
     await mkdir(other, { recursive: true });
     await expectArtifactInvalid(
-      () => collect(payload({ cwd: path.join(t.root, 'nowhere') })),
-      path.join(sessions, kimiCodeWorkDirKey(path.join(t.root, 'nowhere')), recorded.session_id),
+      () => collect(payload({ cwd: path.join(w.t.root, 'nowhere') })),
+      path.join(sessions, kimiCodeWorkDirKey(path.join(w.t.root, 'nowhere')), w.recorded.session_id),
       /folders under 2 work dirs/,
     );
   });
@@ -188,7 +172,7 @@ describe('Kimi Code: what is refused', () => {
     const good = await readFile(file, 'utf8');
     await writeFile(file, '{"id": ');
     await expectArtifactInvalid(() => collect(), file, /is not JSON/);
-    await writeFile(file, good.replace(recorded.session_id, 'session_someone-else'));
+    await writeFile(file, good.replace(w.recorded.session_id, 'session_someone-else'));
     await expectArtifactInvalid(() => collect(), file, /names session "session_someone-else"/);
     await writeFile(file, `{"pad": "${'x'.repeat(4 * 1024 * 1024)}"}`);
     await expectArtifactInvalid(() => collect(), file, /is \d+ bytes/);
@@ -203,14 +187,14 @@ describe('Kimi Code: what is refused', () => {
 
   it('links: a linked state, wire log, agent folder, session folder, or a link among the plans', async () => {
     const wire = path.join(sessionDir, 'agents', 'main', 'wire.jsonl');
-    await rename(wire, path.join(t.root, 'wire.jsonl'));
-    await symlink(path.join(t.root, 'wire.jsonl'), wire);
+    await rename(wire, path.join(w.t.root, 'wire.jsonl'));
+    await symlink(path.join(w.t.root, 'wire.jsonl'), wire);
     await expectArtifactInvalid(() => collect(), wire, /symbolic link/);
     await rm(wire);
-    await rename(path.join(t.root, 'wire.jsonl'), wire);
+    await rename(path.join(w.t.root, 'wire.jsonl'), wire);
 
-    await mkdir(path.join(t.root, 'agent'), { recursive: true });
-    await symlink(path.join(t.root, 'agent'), path.join(sessionDir, 'agents', 'agent-1'));
+    await mkdir(path.join(w.t.root, 'agent'), { recursive: true });
+    await symlink(path.join(w.t.root, 'agent'), path.join(sessionDir, 'agents', 'agent-1'));
     await expectArtifactInvalid(() => collect(), path.join(sessionDir, 'agents', 'agent-1'), /symbolic link/);
     await rm(path.join(sessionDir, 'agents', 'agent-1'));
 
@@ -223,13 +207,13 @@ describe('Kimi Code: what is refused', () => {
     );
     await rm(path.join(sessionDir, 'agents', 'main', 'plans'), { recursive: true });
 
-    await rename(sessionDir, path.join(t.root, 'real-session'));
-    await symlink(path.join(t.root, 'real-session'), sessionDir);
+    await rename(sessionDir, path.join(w.t.root, 'real-session'));
+    await symlink(path.join(w.t.root, 'real-session'), sessionDir);
     await expectArtifactInvalid(() => collect(), sessionDir, /symbolic link/);
   });
 
   it('a hard link or a FIFO among the session files', async () => {
-    const secret = path.join(t.root, 'secret');
+    const secret = path.join(w.t.root, 'secret');
     await writeFile(secret, 'token=abc\n');
     await mkdir(path.join(sessionDir, 'attachments'), { recursive: true });
     const linked = path.join(sessionDir, 'attachments', 'notes.txt');
@@ -238,9 +222,9 @@ describe('Kimi Code: what is refused', () => {
     await rm(linked);
 
     const state = path.join(sessionDir, 'state.json');
-    await link(state, path.join(t.root, 'state-second-name.json'));
+    await link(state, path.join(w.t.root, 'state-second-name.json'));
     await expectArtifactInvalid(() => collect(), state, /has 2 hard links/);
-    await rm(path.join(t.root, 'state-second-name.json'));
+    await rm(path.join(w.t.root, 'state-second-name.json'));
 
     const fifo = path.join(sessionDir, 'agents', 'main', 'blobs', 'fifo');
     await mkdir(path.dirname(fifo), { recursive: true });

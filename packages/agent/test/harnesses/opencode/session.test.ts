@@ -1,55 +1,33 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { opencode } from '../../../src/harnesses/opencode/index.js';
 import { collectOpencodeSession } from '../../../src/harnesses/opencode/session.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import type { Context } from '../../../src/context.js';
-import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
 import { harnessInstall } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
 import { describeRun, harnessEnv, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
 import { runOpencode, writeOpencodeUserPlugin } from './rig.js';
 import {
   expectArtifactInvalid,
-  fixtureDir,
-  intervalOf,
-  readRecorded,
   substitute,
-  workDir,
   writeExecutable,
-  type RecordedSession,
+  useRecordedHome,
 } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
-let fixture: string;
-let recorded: RecordedSession;
-let t: TestHome;
-let cwd: string;
+const w = useRecordedHome('opencode', 'opencode-v1_2_0');
 let exported: string;
 let bin: string;
 let ctx: Context;
 
-beforeAll(async () => {
-  interval = await intervalOf('opencode-v1_2_0');
-  fixture = await fixtureDir('opencode');
-  recorded = await readRecorded(fixture);
-});
-
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  exported = substitute(await readFile(path.join(fixture, 'export.json'), 'utf8'), {
-    ROOT: t.root,
-    ROOT_REL: t.root.replace(/^\/+/, ''),
+  exported = substitute(await readFile(path.join(w.fixture, 'export.json'), 'utf8'), {
+    ROOT: w.t.root,
+    ROOT_REL: w.t.root.replace(/^\/+/, ''),
   });
-  bin = path.join(t.root, 'bin');
-  ctx = t.context({ env: { PATH: `${bin}:${t.env.PATH}` } });
-});
-
-afterEach(async () => {
-  await t.cleanup();
+  bin = path.join(w.t.root, 'bin');
+  ctx = w.t.context({ env: { PATH: `${bin}:${w.t.env.PATH}` } });
 });
 
 /** A stand-in `opencode` whose `export` prints `stdout` (written to a file beside it) and exits with `code`. */
@@ -57,13 +35,13 @@ async function fakeOpencode(
   stdout: string,
   options: { code?: number; stderr?: string; before?: string } = {},
 ): Promise<void> {
-  const out = path.join(t.root, 'export-stdout');
+  const out = path.join(w.t.root, 'export-stdout');
   await writeExecutable(out, stdout);
   await writeExecutable(
     path.join(bin, 'opencode'),
     [
       '#!/bin/sh',
-      `printf '%s\\n' "$PWD" "$XDG_DATA_HOME" "$*" > '${path.join(t.root, 'fake-ran')}'`,
+      `printf '%s\\n' "$PWD" "$XDG_DATA_HOME" "$*" > '${path.join(w.t.root, 'fake-ran')}'`,
       options.before ?? '',
       options.stderr === undefined
         ? `printf 'Exporting session: %s\\n' "$2" >&2`
@@ -76,33 +54,33 @@ async function fakeOpencode(
 }
 
 function payload(extra: Partial<HookPayload> = {}): HookPayload {
-  return { session_id: recorded.session_id, cwd, hook_event_name: 'session.idle', ...extra };
+  return { session_id: w.recorded.session_id, cwd: w.cwd, hook_event_name: 'session.idle', ...extra };
 }
 
 function collect(p: HookPayload = payload(), c: Context = ctx): Promise<CollectedSession> {
-  return opencode.collectSession(c, { interval, payload: p });
+  return opencode.collectSession(c, { interval: w.interval, payload: p });
 }
 
-const what = () => `opencode export ${recorded.session_id}`;
+const what = () => `opencode export ${w.recorded.session_id}`;
 
 describe('OpenCode: collectSession on a recorded export', () => {
   it('captures the exact bytes `opencode export` printed, with no native path; title from info.title', async () => {
     await fakeOpencode(exported);
     const session = await collect();
     expect(session).toEqual({
-      sessionId: recorded.session_id,
-      cwd,
+      sessionId: w.recorded.session_id,
+      cwd: w.cwd,
       files: [{ role: 'portable_export', name: 'export.json', content: new TextEncoder().encode(exported) }],
       title: 'Recorded reply from the stub model.',
       // `opencode run` quotes a prompt with spaces before storing it; the preview shows what OpenCode stored.
-      summary: `"${recorded.prompt}"`,
+      summary: `"${w.recorded.prompt}"`,
     });
     expect(session.root).toBeUndefined();
     // It ran `export <id>` in the session directory, with the agent's environment.
-    expect((await readFile(path.join(t.root, 'fake-ran'), 'utf8')).split('\n')).toEqual([
-      cwd,
-      t.env.XDG_DATA_HOME,
-      `export ${recorded.session_id}`,
+    expect((await readFile(path.join(w.t.root, 'fake-ran'), 'utf8')).split('\n')).toEqual([
+      w.cwd,
+      w.t.env.XDG_DATA_HOME,
+      `export ${w.recorded.session_id}`,
       '',
     ]);
   });
@@ -111,13 +89,13 @@ describe('OpenCode: collectSession on a recorded export', () => {
     const doc = JSON.parse(exported) as { info: { title: string } };
     doc.info.title = 'New session - 2026-11-30T16:22:31.045Z';
     await fakeOpencode(JSON.stringify(doc, null, 2));
-    expect(await collect()).toMatchObject({ title: `"${recorded.prompt}"`, summary: `"${recorded.prompt}"` });
+    expect(await collect()).toMatchObject({ title: `"${w.recorded.prompt}"`, summary: `"${w.recorded.prompt}"` });
   });
 
   it('uses the recorded directory when the payload has no cwd', async () => {
     await fakeOpencode(exported);
     const { cwd: _omit, ...rest } = payload();
-    expect((await collect(rest)).cwd).toBe(cwd);
+    expect((await collect(rest)).cwd).toBe(w.cwd);
   });
 });
 
@@ -132,7 +110,7 @@ describe('OpenCode: what is refused', () => {
   it('output that is not JSON, or JSON of another shape', async () => {
     await fakeOpencode('Session not found\n');
     await expectArtifactInvalid(() => collect(), what(), /did not print JSON/);
-    await fakeOpencode(JSON.stringify({ info: { id: recorded.session_id } }));
+    await fakeOpencode(JSON.stringify({ info: { id: w.recorded.session_id } }));
     await expectArtifactInvalid(() => collect(), what(), /without \{info, messages\}/);
     await fakeOpencode('[]');
     await expectArtifactInvalid(() => collect(), what(), /without \{info, messages\}/);
@@ -147,7 +125,7 @@ describe('OpenCode: what is refused', () => {
   it('an export that does not finish in time', { timeout: 15_000 }, async () => {
     await fakeOpencode(exported, { before: 'exec sleep 20' });
     await expectArtifactInvalid(
-      () => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }),
+      () => collectOpencodeSession(ctx, { interval: w.interval, payload: payload() }, { timeoutMs: 300 }),
       what(),
       /did not finish within 300 ms/,
     );
@@ -155,11 +133,11 @@ describe('OpenCode: what is refused', () => {
 
   // The helper holds the output open for 30 s: a collector that waited for it would outlive this test's timeout.
   it('an export whose helper keeps the output open after the deadline', { timeout: 15_000 }, async () => {
-    const pidFile = path.join(t.root, 'helper.pid');
+    const pidFile = path.join(w.t.root, 'helper.pid');
     await fakeOpencode(exported, { before: `sleep 30 & echo $! > '${pidFile}'; wait` });
     try {
       await expectArtifactInvalid(
-        () => collectOpencodeSession(ctx, { interval, payload: payload() }, { timeoutMs: 300 }),
+        () => collectOpencodeSession(ctx, { interval: w.interval, payload: payload() }, { timeoutMs: 300 }),
         what(),
         /did not finish within 300 ms/,
       );
@@ -176,12 +154,16 @@ describe('OpenCode: what is refused', () => {
 
   it('no opencode on PATH, or a session directory that is gone', async () => {
     await expectArtifactInvalid(
-      () => collect(payload(), t.context({ env: { PATH: path.join(t.root, 'empty') } })),
+      () => collect(payload(), w.t.context({ env: { PATH: path.join(w.t.root, 'empty') } })),
       what(),
       /not on PATH/,
     );
     await fakeOpencode(exported);
-    await expectArtifactInvalid(() => collect(payload({ cwd: path.join(t.root, 'gone') })), what(), /could not start/);
+    await expectArtifactInvalid(
+      () => collect(payload({ cwd: path.join(w.t.root, 'gone') })),
+      what(),
+      /could not start/,
+    );
   });
 });
 
@@ -191,17 +173,17 @@ describe('OpenCode: a real offline session', () => {
     const reply = 'Real stub reply.';
     const stub = await startModelStub({ reply });
     try {
-      const events = path.join(t.root, 'events.jsonl');
-      const env = harnessEnv(t.home);
+      const events = path.join(w.t.root, 'events.jsonl');
+      const env = harnessEnv(w.t.home);
       await writeOpencodeUserPlugin(path.join(env.XDG_CONFIG_HOME!, 'opencode'), events);
       const prompt = 'List the exported symbols';
       const result = await runOpencode({
         bin: install.bin,
-        home: t.home,
-        cwd,
+        home: w.t.home,
+        cwd: w.cwd,
         prompt,
         stubUrl: stub.url,
-        env: t.env,
+        env: w.t.env,
         timeoutMs: 60_000,
       });
       expect(result.exitCode, describeRun(result)).toBe(0);
@@ -217,7 +199,7 @@ describe('OpenCode: a real offline session', () => {
         hook_event_name: 'session.idle',
       };
 
-      const real = t.context({
+      const real = w.t.context({
         env: {
           ...env,
           PATH: `${path.dirname(install.bin)}:${env.PATH}`,
@@ -226,7 +208,7 @@ describe('OpenCode: a real offline session', () => {
           OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
         },
       });
-      const session = await opencode.collectSession(real, { interval, payload: hook });
+      const session = await opencode.collectSession(real, { interval: w.interval, payload: hook });
       expect(session.files).toHaveLength(1);
       const [file] = session.files;
       expect(file).toMatchObject({ role: 'portable_export', name: 'export.json' });
@@ -240,7 +222,7 @@ describe('OpenCode: a real offline session', () => {
       expect(session.title).toBe(doc.info.title);
       expect(session.title).toBe(reply);
       expect(session.summary).toBe(`"${prompt}"`);
-      expect(session.cwd).toBe(cwd);
+      expect(session.cwd).toBe(w.cwd);
     } finally {
       await stub.close();
     }

@@ -5,57 +5,37 @@
  */
 import { appendFile, link, mkdir, readFile, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { BlueError } from '@blue-agent/contract/errors.js';
 import { qwen } from '../../../src/harnesses/qwen/index.js';
 import { qwenProjectKey } from '../../../src/harnesses/qwen/session.js';
 import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
-import type { Interval } from '@blue-agent/contract/schema/index.js';
-import { makeTestHome, type TestHome } from '../../../../../test/support/context.js';
-import {
-  blueErrorOf,
-  fixtureDir,
-  installTree,
-  intervalOf,
-  readRecorded,
-  workDir,
-  type RecordedSession,
-} from '../../../../../test/support/recorded-sessions.js';
+import { blueErrorOf, installTree, useRecordedHome } from '../../../../../test/support/recorded-sessions.js';
 
-let interval: Interval;
-let fixture: string;
-let recorded: RecordedSession;
-let t: TestHome;
-let cwd: string;
+const w = useRecordedHome('qwen', 'qwen-v0_15_6');
 let projects: string;
 let transcript: string;
 
-beforeAll(async () => {
-  interval = await intervalOf('qwen-v0_15_6');
-  fixture = await fixtureDir('qwen');
-  recorded = await readRecorded(fixture);
-});
-
 beforeEach(async () => {
-  t = await makeTestHome();
-  cwd = await workDir(t.root);
-  projects = path.join(t.home, '.qwen', 'projects');
-  await installTree(path.join(fixture, 'projects'), projects, { ROOT: t.root, QWEN_PROJECT: qwenProjectKey(cwd) });
-  transcript = path.join(projects, qwenProjectKey(cwd), 'chats', `${recorded.session_id}.jsonl`);
+  projects = path.join(w.t.home, '.qwen', 'projects');
+  await installTree(path.join(w.fixture, 'projects'), projects, {
+    ROOT: w.t.root,
+    QWEN_PROJECT: qwenProjectKey(w.cwd),
+  });
+  transcript = path.join(projects, qwenProjectKey(w.cwd), 'chats', `${w.recorded.session_id}.jsonl`);
 });
-afterEach(async () => t.cleanup());
 
 const payload = (extra: Partial<HookPayload> = {}): HookPayload => ({
-  session_id: recorded.session_id,
-  cwd,
+  session_id: w.recorded.session_id,
+  cwd: w.cwd,
   transcript_path: transcript,
   hook_event_name: 'SessionEnd',
   reason: 'prompt_input_exit',
   ...extra,
 });
 const collect = (p: HookPayload = payload()): Promise<CollectedSession> =>
-  qwen.collectSession(t.ctx, { interval, payload: p });
+  qwen.collectSession(w.t.ctx, { interval: w.interval, payload: p });
 
 async function refused(p: HookPayload): Promise<BlueError> {
   const error = await blueErrorOf(() => collect(p));
@@ -67,47 +47,43 @@ async function refused(p: HookPayload): Promise<BlueError> {
 describe('Qwen Code: collectSession on a recorded session', () => {
   it('captures the transcript alone, with the prompt as title and preview', async () => {
     expect(await collect()).toEqual({
-      sessionId: recorded.session_id,
-      cwd,
+      sessionId: w.recorded.session_id,
+      cwd: w.cwd,
       root: projects,
       files: [
         {
           role: 'primary_transcript',
           name: 'transcript.jsonl',
-          nativePath: `${qwenProjectKey(cwd)}/chats/${recorded.session_id}.jsonl`,
+          nativePath: `${qwenProjectKey(w.cwd)}/chats/${w.recorded.session_id}.jsonl`,
           path: transcript,
         },
       ],
-      title: recorded.prompt,
-      summary: recorded.prompt,
+      title: w.recorded.prompt,
+      summary: w.recorded.prompt,
     });
   });
 
   it('leaves the runtime file beside it out, and takes the newest custom title', async () => {
     await writeFile(transcript.replace(/\.jsonl$/, '.runtime.json'), '{"pid":1,"hostname":"here"}');
-    const title = (t: string) =>
-      JSON.stringify({
-        type: 'system',
-        subtype: 'custom_title',
-        systemPayload: { customTitle: t, titleSource: 'manual' },
-      }) + '\n';
+    const title = (name: string) =>
+      `${JSON.stringify({ type: 'system', subtype: 'custom_title', systemPayload: { customTitle: name, titleSource: 'manual' } })}\n`;
     await appendFile(transcript, title('First name') + title('Build steps, explained'));
     const session = await collect();
     expect(session.files).toHaveLength(1);
     expect(session.title).toBe('Build steps, explained');
-    expect(session.summary).toBe(recorded.prompt);
+    expect(session.summary).toBe(w.recorded.prompt);
   });
 
   it('finds the transcript from the working directory when the hook names none', async () => {
     expect((await collect(payload({ transcript_path: undefined }))).files[0]!.path).toBe(transcript);
-    const error = await refused(payload({ transcript_path: undefined, cwd: path.join(t.root, 'elsewhere') }));
+    const error = await refused(payload({ transcript_path: undefined, cwd: path.join(w.t.root, 'elsewhere') }));
     expect(error.message).toContain('no transcript of session');
   });
 });
 
 describe('Qwen Code: collectSession refuses', () => {
   it('a transcript outside the projects folder, of another shape, or of another session', async () => {
-    const outside = path.join(t.root, 'x.jsonl');
+    const outside = path.join(w.t.root, 'x.jsonl');
     await writeFile(outside, await readFile(transcript));
     expect((await refused(payload({ transcript_path: outside }))).message).toContain(
       "outside Qwen Code's projects folder",
@@ -124,7 +100,7 @@ describe('Qwen Code: collectSession refuses', () => {
   });
 
   it('a symbolic link, a hard link, or a transcript over the size limit', async () => {
-    const real = path.join(t.root, 'real.jsonl');
+    const real = path.join(w.t.root, 'real.jsonl');
     await writeFile(real, await readFile(transcript));
     const id = '11111111-0000-4000-8000-000000000000';
     const chats = path.dirname(transcript);
@@ -132,7 +108,7 @@ describe('Qwen Code: collectSession refuses', () => {
     expect(
       (await refused(payload({ session_id: id, transcript_path: path.join(chats, `${id}.jsonl`) }))).message,
     ).toContain('symbolic link');
-    await link(transcript, path.join(t.root, 'second-name.jsonl'));
+    await link(transcript, path.join(w.t.root, 'second-name.jsonl'));
     expect((await refused(payload())).message).toMatch(/link/);
     const big = '22222222-0000-4000-8000-000000000000';
     await mkdir(chats, { recursive: true });
