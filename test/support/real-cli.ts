@@ -35,6 +35,15 @@ export type SessionPlace = Omit<HarnessRunOptions, 'bin'>;
 /** The harness's runner with its particulars, e.g. `(o) => runClaude({ bin, ...o })`. */
 export type SessionRun = (place: SessionPlace) => Promise<HarnessRunResult>;
 
+/** Waits (up to `timeoutMs`) for the line of `event` a user's hook appended to `file`; returns its payload. */
+export function userHookPayloadIn(file: string, event = 'SessionEnd', timeoutMs = 60_000): Promise<Payload> {
+  return waitFor(
+    `the ${event} hook output`,
+    async () => ((await readJsonLines(file)) as Payload[]).find((p) => p.hook_event_name === event),
+    timeoutMs,
+  );
+}
+
 /** What reconcile reports of the one harness it was asked about. */
 export type HarnessReport = Awaited<ReturnType<typeof reconcile>>['harnesses'][number];
 
@@ -138,10 +147,8 @@ export function useOfflineSession() {
   }
 
   /** Waits for the user hook's line of `event` (SessionEnd unless said); returns its payload. */
-  async function userHookPayload(event = 'SessionEnd'): Promise<Payload> {
-    return waitFor(`the ${event} hook output`, async () =>
-      ((await readJsonLines(world.hookOut)) as Payload[]).find((p) => p.hook_event_name === event),
-    );
+  function userHookPayload(event = 'SessionEnd'): Promise<Payload> {
+    return userHookPayloadIn(world.hookOut, event);
   }
 
   return Object.assign(world, {

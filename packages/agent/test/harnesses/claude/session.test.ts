@@ -8,7 +8,8 @@ import type { CollectedSession, HookPayload } from '../../../src/harnesses/types
 import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
-import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { appendStdinCommand, describeRun } from '../../../../../test/support/run-harness.js';
+import { userHookPayloadIn } from '../../../../../test/support/real-cli.js';
 import { addClaudeUserHook, runClaude } from './rig.js';
 import {
   expectArtifactInvalid,
@@ -349,14 +350,7 @@ describe('Claude Code: a real offline session', () => {
         timeoutMs: 60_000,
       });
       expect(result.exitCode, describeRun(result)).toBe(0);
-      const end = await waitFor(
-        'the SessionEnd payload',
-        async () => {
-          const lines = (await readJsonLines(hookOut)) as HookPayload[];
-          return lines.find((p) => p.hook_event_name === 'SessionEnd');
-        },
-        10_000,
-      );
+      const end = (await userHookPayloadIn(hookOut, 'SessionEnd', 10_000)) as HookPayload;
 
       expect(path.basename(path.dirname(end.transcript_path!))).toBe(claudeProjectKey(deep));
       const session = await claude.collectSession(w.t.ctx, { interval: w.interval, payload: end });

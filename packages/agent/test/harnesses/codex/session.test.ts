@@ -7,7 +7,8 @@ import { MAX_FILE_BYTES } from '../../../src/harness-kit/session-files.js';
 import type { CollectedSession, HookPayload } from '../../../src/harnesses/types.js';
 import { harnessBin } from '../../../../../test/support/harness-bins.js';
 import { startModelStub } from '../../../../../test/support/model-stub.js';
-import { appendStdinCommand, describeRun, readJsonLines, waitFor } from '../../../../../test/support/run-harness.js';
+import { appendStdinCommand, describeRun } from '../../../../../test/support/run-harness.js';
+import { userHookPayloadIn } from '../../../../../test/support/real-cli.js';
 import { appendCodexHook, runCodex, writeCodexProviderConfig } from './rig.js';
 import {
   expectArtifactInvalid,
@@ -235,14 +236,7 @@ describe('Codex: a real offline session', () => {
         timeoutMs: 60_000,
       });
       expect(result.exitCode, describeRun(result)).toBe(0);
-      const end = await waitFor(
-        'the SessionEnd payload',
-        async () => {
-          const lines = (await readJsonLines(hookOut)) as HookPayload[];
-          return lines.find((p) => p.hook_event_name === 'SessionEnd');
-        },
-        10_000,
-      );
+      const end = (await userHookPayloadIn(hookOut, 'SessionEnd', 10_000)) as HookPayload;
 
       const session = await codex.collectSession(w.t.ctx, { interval: w.interval, payload: end });
       expect(session.files).toHaveLength(1);
