@@ -64,8 +64,9 @@ function conversationSteps(
 ) {
   const envOf = (home: TestHome) => (withEnv ? { env: home.env } : {});
 
-  /** The native resume ran, and the model was sent the new prompt with the earlier turn (the code word) at
-   * `modelPath`. */
+  /**
+   * The native resume ran, and the model at `modelPath` was sent the new prompt with the earlier turn (the code word).
+   */
   function expectResumedWithHistory(resumed: HarnessRunResult, modelPath: string): void {
     expect(resumed.exitCode, explain(resumed)).toBe(0);
     const sent = world.stub.textSentTo(modelPath);

@@ -194,7 +194,11 @@ describe('Codex: what is refused', () => {
     const other = path.join(w.t.root, 'index-elsewhere.jsonl');
     await writeFile(
       other,
-      `${JSON.stringify({ id: w.recorded.session_id, thread_name: 'from a file elsewhere', updated_at: '2026-11-30T12:00:00Z' })}\n`,
+      `${JSON.stringify({
+        id: w.recorded.session_id,
+        thread_name: 'from a file elsewhere',
+        updated_at: '2026-11-30T12:00:00Z',
+      })}\n`,
     );
     await link(other, path.join(codexHome, 'session_index.jsonl'));
     expect((await collect()).title).toBe(w.recorded.prompt);

@@ -66,7 +66,11 @@ describe('Qwen Code: collectSession on a recorded session', () => {
   it('leaves the runtime file beside it out, and takes the newest custom title', async () => {
     await writeFile(transcript.replace(/\.jsonl$/, '.runtime.json'), '{"pid":1,"hostname":"here"}');
     const title = (name: string) =>
-      `${JSON.stringify({ type: 'system', subtype: 'custom_title', systemPayload: { customTitle: name, titleSource: 'manual' } })}\n`;
+      `${JSON.stringify({
+        type: 'system',
+        subtype: 'custom_title',
+        systemPayload: { customTitle: name, titleSource: 'manual' },
+      })}\n`;
     await appendFile(transcript, title('First name') + title('Build steps, explained'));
     const session = await collect();
     expect(session.files).toHaveLength(1);
