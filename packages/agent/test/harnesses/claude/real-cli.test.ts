@@ -232,7 +232,7 @@ describe('a session killed mid-turn, so no end hook runs, is captured once idle 
   );
 });
 
-describe('a session captured under `redact: secrets` restores and resumes with the real CLI, its secret replaced', () => {
+describe('a session captured under `redact: secrets` restores and resumes with the real CLI, secret replaced', () => {
   const w = useResumeRoundTrip();
   const { TEST_TIMEOUT_MS } = w;
 

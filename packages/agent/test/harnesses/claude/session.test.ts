@@ -93,7 +93,7 @@ describe('Claude Code: collectSession on a recorded session', () => {
     expect(session.title).toBe(w.recorded.prompt);
   });
 
-  it('finds a transcript kept under another project key (a worktree pinned to its checkout) when it is the only one', async () => {
+  it('finds a transcript under another project key (a worktree pinned to its checkout) if it is alone', async () => {
     const other = await workDir(w.t.root, 'elsewhere');
     const { transcript_path: _omit, ...rest } = payload({ cwd: other });
     const session = await collect(rest);
@@ -116,7 +116,14 @@ describe('Claude Code: collectSession on a recorded session', () => {
       const ours = path.join(projects, key, 'agent-a1b2c3d4.jsonl');
       const theirs = path.join(projects, key, 'agent-e5f6a7b8.jsonl');
       const sidechain = (sessionId: string) =>
-        `${JSON.stringify({ parentUuid: null, isSidechain: true, agentId: 'a1b2c3d4', sessionId, type: 'user', message: { role: 'user', content: 'Warmup' } })}\n`;
+        JSON.stringify({
+          parentUuid: null,
+          isSidechain: true,
+          agentId: 'a1b2c3d4',
+          sessionId,
+          type: 'user',
+          message: { role: 'user', content: 'Warmup' },
+        }) + '\n';
       await writeFile(ours, sidechain(w.recorded.session_id));
       await writeFile(theirs, sidechain('ffffffff-0000-4000-8000-000000000000'));
       const session = await collect();
@@ -169,7 +176,7 @@ describe('Claude Code: collectSession on a recorded session', () => {
     );
   });
 
-  it('prefers a /rename title, then an AI title, over the first prompt; titles of other sessions do not count', async () => {
+  it('prefers a /rename title, then an AI title, to the first prompt; other sessions do not count', async () => {
     await appendFile(
       transcript,
       `${JSON.stringify({ type: 'ai-title', aiTitle: 'Build steps overview', sessionId: w.recorded.session_id })}\n`,
@@ -181,7 +188,11 @@ describe('Claude Code: collectSession on a recorded session', () => {
     );
     await appendFile(
       transcript,
-      `${JSON.stringify({ type: 'custom-title', customTitle: 'Another session', sessionId: 'ffffffff-0000-4000-8000-000000000000' })}\n`,
+      JSON.stringify({
+        type: 'custom-title',
+        customTitle: 'Another session',
+        sessionId: 'ffffffff-0000-4000-8000-000000000000',
+      }) + '\n',
     );
     const session = await collect();
     expect(session.title).toBe('My build notes');

@@ -118,7 +118,7 @@ describe('Gemini CLI: collectSession on a recorded session', () => {
     expect(session.summary).toBe(w.recorded.prompt);
   });
 
-  it('finds a 0.21 chat without a transcript path: the JSON document in the hash folder of the working directory', async () => {
+  it('finds a 0.21 chat without a transcript path: the JSON document in the hash folder of the cwd', async () => {
     const hashChats = path.join(tmp, projectHash(w.cwd), 'chats');
     await mkdir(hashChats, { recursive: true });
     const name = `session-2026-12-02T02-51-${id().slice(0, 8)}.json`;

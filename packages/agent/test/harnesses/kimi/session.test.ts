@@ -75,7 +75,7 @@ describe('Kimi Code: collectSession on a recorded session', () => {
     expect(raw.custom).toEqual({});
   });
 
-  it('takes subagents, plans, blobs and attachments; leaves tasks, undo snapshots, cron, logs and notify out', async () => {
+  it('takes subagents, plans, blobs and attachments; leaves tasks, undo snapshots, cron, logs, notify', async () => {
     for (const inside of [
       'agents/agent-0/wire.jsonl',
       'agents/main/plans/p.md',
@@ -115,7 +115,7 @@ describe('Kimi Code: collectSession on a recorded session', () => {
     expect(await collect()).toMatchObject({ title: w.recorded.prompt, summary: w.recorded.prompt });
   });
 
-  it('finds the folder by the session id when the payload has another cwd or none, and takes the cwd from the state', async () => {
+  it('finds the folder by the session id when the payload has another cwd or none; cwd from the state', async () => {
     const elsewhere = await workDir(w.t.root, 'elsewhere');
     expect((await collect(payload({ cwd: elsewhere }))).files).toHaveLength(2);
     const { cwd: _omit, ...noCwd } = payload();
