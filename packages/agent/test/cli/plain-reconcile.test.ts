@@ -85,7 +85,7 @@ describe('a plain reconcile', () => {
       const importers = Object.entries(metafile.inputs).filter(([, input]) =>
         input.imports.some((i) => /^node:(zlib|child_process|tty|crypto)$/.test(i.path)),
       );
-      expect(Object.keys(metafile.inputs)).toContain('src/harnesses/codex/transcript.ts');
+      expect(Object.keys(metafile.inputs)).toContain('../contract/src/harnesses/codex/transcript.ts');
       expect(importers.map(([file]) => file)).toEqual([]);
     },
   );
