@@ -19,12 +19,11 @@ const DONE = Symbol.for('blue-agent.test.global-setup');
 
 /**
  * Suites that run the CLI as a process use the agent's dist/, and its `control-plane` commands the Control API's.
- * Each build bundles the packages named here (the agent's the contract's sources, the Control API's the agent's
- * transcript readers too) and what is installed.
+ * Each build bundles the packages named here (its own sources and the contract's) and what is installed.
  */
 const BUILDS = [
   { pkg: 'agent', inputs: ['contract', 'agent'] },
-  { pkg: 'control-api', inputs: ['contract', 'agent', 'control-api'] },
+  { pkg: 'control-api', inputs: ['contract', 'control-api'] },
 ];
 /** What a package's build does not read. */
 const NOT_READ = new Set(['dist', 'node_modules', 'test']);
